@@ -215,9 +215,13 @@ TS_API ts_status ts_parse_size(const char *text, uint64_t *bytes);
 /* Graph tensors are f32, i32, i64 or bool, or bf16 / f16 where a cast
  * (ts_cast) or a model's precision (ts_options_set_precision) makes them.
  * i64 tensors hold every int64 value exactly (inputs, constants, ts_cast,
- * the integer ops of ts_binary and ts_unary, ts_cumsum, and the ops that
- * move values: reshape, flatten, permute, slice, concat, gather's data,
- * where's a and b). bool tensors hold false and true: inputs (fed
+ * the integer ops of ts_binary and ts_unary, ts_cumsum, ts_reduce_int
+ * (and ts_reduce_sum, _mean, _max of them), and the ops that move values:
+ * reshape, flatten, permute, slice, concat, gather's data,
+ * gather_elements' data, pad (its constant border 0), where's a and
+ * b), and every uint32 and uint64 value (a uint64 as its bits, 2^64-1 as
+ * -1: TS_U32 and TS_U64 inputs, ts_cast to them), which ts_binary_typed
+ * and ts_cast_typed compute on as unsigned. bool tensors hold false and true: inputs (fed
  * one-byte bool arrays, numpy's bool, or integer arrays of 0 and 1) and
  * constants (TS_BOOL arrays, a byte an element), the comparisons and
  * predicates of ts_binary and ts_unary, And, Or, Xor and Not, ts_cast to
@@ -276,6 +280,11 @@ TS_API ts_status ts_scope_pop(ts_graph *g);
  * it with __FILE__/__LINE__ so every node knows where it was built. */
 TS_API ts_graph *ts_graph_at(ts_graph *g, const char *file, int line);
 
+/* A graph input of `dtype`: TS_F32, TS_I32, TS_I64, TS_BOOL, or TS_U32
+ * or TS_U64, held in i64 (ts_tensor_info says i64; a uint64 as its bits,
+ * 2^64-1 as -1): a run takes every value of the type (4294967295 for
+ * u32; a u64 array's values as their bits) and refuses any other, and
+ * its anchored values come back in the type. */
 TS_API ts_tensor *ts_input(ts_graph *g, const char *name, ts_dtype dtype, int ndim,
                            const int64_t *shape);
 /* A trainable parameter, zero-initialised; `name` is used as given. */
@@ -371,6 +380,17 @@ TS_API ts_tensor *ts_unary(ts_graph *g, const char *op, ts_tensor *x, float alph
  * Greater, GreaterOrEqual (bool out). A division or modulo by 0
  * gives 0 (numpy's). No gradient. */
 TS_API ts_tensor *ts_binary(ts_graph *g, const char *op, ts_tensor *a, ts_tensor *b);
+/* ts_binary's integer ops on two i32 or two i64 tensors whose values are
+ * of the integer type `type` (TS_I8, TS_I16, TS_I32, TS_I64, TS_U8,
+ * TS_U16, TS_U32 or TS_U64: their declared type; u32 and u64 values are
+ * held in i64, so i32 tensors of them are refused): a uint64's bits are
+ * read as the unsigned value by Div, FloorDiv, Mod, FMod, Min, Max and the
+ * comparisons (2^64-1 is greater than 1, 2^64-1 / 2 is 2^63-1); Abs of an
+ * unsigned type is the value; Add, Sub, Mul, Div, ... are wrapped to the
+ * type's width (uint32 4294967295 + 1 is 0, int8 100 + 100 is -56), as
+ * ONNX's integer ops wrap. The output has a's dtype (bool for the
+ * comparisons). No gradient. */
+TS_API ts_tensor *ts_binary_typed(ts_graph *g, const char *op, ts_tensor *a, ts_tensor *b, ts_dtype type);
 /* Bitwise ops on two i32 or two i64 tensors, broadcast by numpy's rules,
  * computed in the integer type `type` (TS_I8, TS_I16, TS_I32, TS_I64,
  * TS_U8, TS_U16, TS_U32 or TS_U64: the values' declared type) and wrapped
@@ -409,7 +429,8 @@ TS_API ts_tensor *ts_gather_elements(ts_graph *g, ts_tensor *data, ts_tensor *in
  * (held in i64; a uint64 as its bits, so an i64 is returned as it is):
  * an integer's value exactly, wrapped to the type (two's complement
  * truncation, as numpy's and ONNX's Cast: 300 as i8 is 44, -1 as u32 is
- * 4294967295), a float toward zero to int64 first; no gradient. To
+ * 4294967295), a float toward zero to int64 first (to u64, one in
+ * [2^63, 2^64) to its value's bits, one beyond to 2^64-1); no gradient. To
  * TS_BOOL from f32, i32 or i64: true where non-zero, NaN included
  * (numpy's astype(bool)); from bool to any of them: 1 or 0. The result is a bf16 / f16 tensor of x's
  * shape; on the CPU its values are held in f32 cells (ts_tensor_info
@@ -418,6 +439,13 @@ TS_API ts_tensor *ts_gather_elements(ts_graph *g, ts_tensor *data, ts_tensor *in
  * a 16-bit tensor's gradient is. What the rounding loses (values that
  * became 0 or Inf) is counted per run and shown by watches. */
 TS_API ts_tensor *ts_cast(ts_graph *g, ts_tensor *x, ts_dtype dtype);
+/* ts_cast of an i32 or i64 tensor whose values are of the integer type
+ * `from` (as ts_binary_typed's type): from TS_U64 to TS_F32, TS_BF16 or
+ * TS_F16 the bits are read as the unsigned value (2^64-1 is
+ * 1.8446744e19, rounded to nearest); every other cast is ts_cast's, the
+ * values as held being the values (a uint64's bits to i64, i32 or a
+ * narrower type wrap as ts_cast wraps). */
+TS_API ts_tensor *ts_cast_typed(ts_graph *g, ts_tensor *x, ts_dtype from, ts_dtype dtype);
 /* The running sum of an i32 or i64 tensor along `axis` (negative counts
  * from the end), exactly, wrapping as the type does: exclusive leaves
  * each element out of its own sum, reverse sums from the end (ONNX's
@@ -456,10 +484,12 @@ TS_API ts_tensor *ts_concat(ts_graph *g, ts_tensor *const *xs, int n, int dim);
  * `value`, x mirrored without repeating its edge, x's edge repeated, x
  * wrapped around. */
 typedef enum ts_pad_mode { TS_PAD_CONSTANT = 0, TS_PAD_REFLECT, TS_PAD_EDGE, TS_PAD_WRAP } ts_pad_mode;
-/* x (f32) padded along each dim d by pads[d] elements before and
+/* x padded along each dim d by pads[d] elements before and
  * pads[ndim + d] after (ONNX's order; a negative pad crops); `value` fills
  * the border in TS_PAD_CONSTANT and is ignored otherwise. The gradient of
- * each element of x sums the output elements that read it. */
+ * each element of x sums the output elements that read it. x may be i32,
+ * i64 or bool, kept exactly, its constant border 0 (another value is
+ * TS_ERR_INVALID_ARGUMENT: pad x - v and add v back with ts_binary). */
 TS_API ts_tensor *ts_pad(ts_graph *g, ts_tensor *x, const int64_t *pads, ts_pad_mode mode, float value);
 /* cond (bool, or i32 or f32 where non-zero is true) ? a : b, all three
  * broadcast together; a and b of one dtype (f32, i32, i64 or bool), the
@@ -469,10 +499,18 @@ TS_API ts_tensor *ts_where(ts_graph *g, ts_tensor *cond, ts_tensor *a, ts_tensor
  * broadcast to x, is true. */
 TS_API ts_tensor *ts_masked_fill(ts_graph *g, ts_tensor *x, ts_tensor *mask, float value);
 /* Reductions over the n_axes given axes (keepdim: they stay as 1). Max's
- * gradient goes to every element equal to the maximum. */
+ * gradient goes to every element equal to the maximum. Of an i32 or i64
+ * tensor they are ts_reduce_int's Sum, Mean and Max. */
 TS_API ts_tensor *ts_reduce_sum(ts_graph *g, ts_tensor *x, int n_axes, const int *axes, int keepdim);
 TS_API ts_tensor *ts_reduce_mean(ts_graph *g, ts_tensor *x, int n_axes, const int *axes, int keepdim);
 TS_API ts_tensor *ts_reduce_max(ts_graph *g, ts_tensor *x, int n_axes, const int *axes, int keepdim);
+/* A reduction of an i32 or i64 tensor over the n_axes given axes, exactly,
+ * in its dtype: op "Sum", "Mean", "Max", "Min", "Prod", "SumSquare" (the
+ * sum of squares) or "L1" (of absolute values), computed in int64 and
+ * wrapped as the integer type wraps (numpy's, and ONNX's reference
+ * reductions); Mean is the exact mean truncated toward zero (it never
+ * overflows). No gradient. */
+TS_API ts_tensor *ts_reduce_int(ts_graph *g, const char *op, ts_tensor *x, int n_axes, const int *axes, int keepdim);
 /* ts_cross_entropy over logits [N,...,V] and labels [N,...]; labels equal
  * to ignore_index count neither in the loss nor in the mean. */
 TS_API ts_tensor *ts_cross_entropy_ignore(ts_graph *g, ts_tensor *logits, ts_tensor *labels, int32_t ignore_index);
@@ -510,9 +548,11 @@ TS_API ts_tensor *ts_cross_entropy_ignore(ts_graph *g, ts_tensor *logits, ts_ten
 #define ts_gather(g, ...) ts_gather(TS_AT_(g), __VA_ARGS__)
 #define ts_gather_elements(g, ...) ts_gather_elements(TS_AT_(g), __VA_ARGS__)
 #define ts_cast(g, ...) ts_cast(TS_AT_(g), __VA_ARGS__)
+#define ts_cast_typed(g, ...) ts_cast_typed(TS_AT_(g), __VA_ARGS__)
 #define ts_cumsum(g, ...) ts_cumsum(TS_AT_(g), __VA_ARGS__)
 #define ts_unary(g, ...) ts_unary(TS_AT_(g), __VA_ARGS__)
 #define ts_binary(g, ...) ts_binary(TS_AT_(g), __VA_ARGS__)
+#define ts_binary_typed(g, ...) ts_binary_typed(TS_AT_(g), __VA_ARGS__)
 #define ts_bitwise(g, ...) ts_bitwise(TS_AT_(g), __VA_ARGS__)
 #define ts_gelu(g, ...) ts_gelu(TS_AT_(g), __VA_ARGS__)
 #define ts_embedding(g, ...) ts_embedding(TS_AT_(g), __VA_ARGS__)
@@ -530,6 +570,7 @@ TS_API ts_tensor *ts_cross_entropy_ignore(ts_graph *g, ts_tensor *logits, ts_ten
 #define ts_reduce_sum(g, ...) ts_reduce_sum(TS_AT_(g), __VA_ARGS__)
 #define ts_reduce_mean(g, ...) ts_reduce_mean(TS_AT_(g), __VA_ARGS__)
 #define ts_reduce_max(g, ...) ts_reduce_max(TS_AT_(g), __VA_ARGS__)
+#define ts_reduce_int(g, ...) ts_reduce_int(TS_AT_(g), __VA_ARGS__)
 #define ts_cross_entropy_ignore(g, ...) ts_cross_entropy_ignore(TS_AT_(g), __VA_ARGS__)
 #endif
 

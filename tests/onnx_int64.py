@@ -24,9 +24,31 @@ equal onnxruntime's exactly, in its type:
   narrow      Cast of int64 and int32 values to int8, int16, uint8, uint16,
               uint32 and uint64 (wrapped: 300 as int8 is 44)
   variadic    Max and Min of int64 tensors and constants past 2^53
+  uint64      Div, Mod, the comparisons, Max, Min and Cast to float, double,
+              int64 and int32 of uint64 inputs and initializers past 2^63
+              (2^64-1, 2^63+5: read unsigned, not as negative int64), also
+              after a Reshape; the same folded on uint64 constants
+  uint32      uint32 inputs of every value (4294967295) through Add, Sub,
+              Mul (wrapping mod 2^32), Div, the comparisons, Max, Cast and
+              BitwiseNot; a fed -1 refused
   folds       integer folds exactly in int64: Add, Sub, Mul (wrapping),
               Div, Mod, Neg, Abs, Max, CumSum of int64 constants past 2^53, Range from
               2^62, ConstantOfShape of 2^62+1, Cast of constants to int8
+  movers      Pad (constant 2^62+7, 0, edge, reflect), Tile, Gather,
+              GatherElements, GatherND, ScatterElements (none, add, mul,
+              max, min), ScatterND, DepthToSpace, SpaceToDepth, Split,
+              Squeeze, Unsqueeze, Identity, Trilu, Compress, Slice with a
+              step, TensorScatter, of int64 tensors at the ends of int64;
+              Resize nearest of int32 values past 2^24
+  reductions  ReduceSum, Max, Min, Prod, SumSquare, L1 and Mean of int64
+              tensors past 2^53 against ONNX's reference (numpy's int64
+              arithmetic, wrapping) and an exact mean (onnxruntime 1.32
+              adds int64 in double: it agrees where that is exact, which
+              the test checks too); ArgMax, ArgMin and TopK of values
+              that differ by 1 past 2^53
+  elementwise Abs, Neg, Sign, Relu, Clip with int64 bounds, Pow by
+              constant exponents, MatMul, CumProd and PRelu of int64
+              tensors
 Run by tests/test_onnx_int64.sh (the real-model venv: onnx, onnxruntime)."""
 import sys
 import tempfile
@@ -67,9 +89,9 @@ def both(m, feeds):
     return g, want, got
 
 
-def same(name, want, got):
+def same(name, want, got, whose="onnxruntime's"):
     ok = got.dtype == want.dtype and got.shape == want.shape and np.array_equal(got, want)
-    check(ok, f"{name}: {want.dtype}{list(want.shape)} equal to onnxruntime's")
+    check(ok, f"{name}: {want.dtype}{list(want.shape)} equal to {whose}")
     if not ok:
         print(f"     want {want!r}\n     got  {got!r}")
 
@@ -264,6 +286,104 @@ def test_variadic():
         same(name, w, o)
 
 
+U64_EDGES = np.array([2**64 - 1, 2**63 + 5, 2**63, 7, 2**63 - 1, 0, 2**64 - 2**40, 3], np.uint64)
+
+
+def test_uint64():
+    """uint64 values past 2^63 (held in i64 as their bits) read unsigned."""
+    y = np.array([2, 2**63 + 5, 2**64 - 1, 2**63 + 1, 2**63, 5, 3, 2**64 - 2], np.uint64)
+    U64 = TensorProto.UINT64
+    ops = ["Div", "Mod", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "Equal", "Max", "Min"]
+    nodes = [helper.make_node(op, ["x", "y"], [op.lower()]) for op in ops]
+    nodes += [helper.make_node("Cast", ["x"], ["f"], to=TensorProto.FLOAT),
+              helper.make_node("Cast", ["x"], ["d"], to=TensorProto.DOUBLE),
+              helper.make_node("Cast", ["x"], ["i"], to=TensorProto.INT64),
+              helper.make_node("Cast", ["x"], ["i32"], to=TensorProto.INT32),
+              helper.make_node("Div", ["x", "c"], ["divc"]),
+              helper.make_node("Less", ["c", "x"], ["lessc"]),
+              helper.make_node("Max", ["x", "y", "c"], ["max3"]),
+              helper.make_node("Reshape", ["x", "shape"], ["xr"]),
+              helper.make_node("Reshape", ["y", "shape"], ["yr"]),
+              helper.make_node("Greater", ["xr", "yr"], ["greater_moved"])]
+    outs = [vi(op.lower(), TensorProto.BOOL if op in ("Less", "Greater", "LessOrEqual", "GreaterOrEqual", "Equal") else U64, [8])
+            for op in ops]
+    outs += [vi("f", TensorProto.FLOAT, [8]), vi("d", TensorProto.DOUBLE, [8]), vi("i", TensorProto.INT64, [8]),
+             vi("i32", TensorProto.INT32, [8]), vi("divc", U64, [8]), vi("lessc", TensorProto.BOOL, [8]),
+             vi("max3", U64, [8]), vi("greater_moved", TensorProto.BOOL, [2, 4])]
+    inits = [numpy_helper.from_array(np.array([2**63 + 3], np.uint64), "c"),
+             numpy_helper.from_array(np.array([2, 4], np.int64), "shape")]
+    m = model(nodes, [vi("x", U64, [8]), vi("y", U64, [8])], outs, inits, opset=13)
+    g, want, got = both(m, {"x": U64_EDGES, "y": y})
+    check(g.tensor("x").dtype == np.int64, "a uint64 input is an i64 graph tensor (its bits)")
+    names = [f"{op} of uint64 past 2^63" for op in ops] + ["Cast uint64 -> float", "Cast uint64 -> double",
+                                                          "Cast uint64 -> int64 (its bits)", "Cast uint64 -> int32 (wrapped)",
+                                                          "Div by a uint64 initializer past 2^63", "Less of a uint64 initializer",
+                                                          "Max of uint64 tensors and an initializer",
+                                                          "Greater of uint64 tensors after a Reshape"]
+    for name, w, o in zip(names, want, got):
+        same(name, w, o)
+
+
+def test_uint64_folds():
+    """uint64 constants past 2^63 folded at import: unsigned, as onnxruntime."""
+    U64 = TensorProto.UINT64
+    a = numpy_helper.from_array(np.array([2**64 - 1, 2**63 + 5, 6, 2**63], np.uint64), "a")
+    b = numpy_helper.from_array(np.array([2, 2**63 + 6, 2**63, 3], np.uint64), "b")
+    for op in ("Div", "Mod", "Min", "Max", "Less", "Greater"):
+        out_t = TensorProto.BOOL if op in ("Less", "Greater") else U64
+        nodes = [helper.make_node(op, ["a", "b"], ["k"])]
+        if out_t == U64:
+            nodes.append(helper.make_node("Add", ["r", "k"], ["y"]))
+        else:
+            nodes.append(helper.make_node("And", ["r", "k"], ["y"]))
+        m = model(nodes, [vi("r", out_t, [4])], [vi("y", out_t, [4])], [a, b], opset=13)
+        r = np.zeros(4, np.uint64) if out_t == U64 else np.ones(4, bool)
+        try:
+            _, want, got = both(m, {"r": r})
+            same(f"{op} of uint64 constants past 2^63, folded", want[0], got[0])
+        except Exception as e:
+            check(False, f"{op} of uint64 constants, folded: {type(e).__name__}: {e}")
+
+
+def test_uint32():
+    """uint32 inputs take every uint32 value and wrap mod 2^32."""
+    U32 = TensorProto.UINT32
+    x = np.array([4294967295, 2**31, 0, 7, 2**31 - 1, 4294967290], np.uint32)
+    y = np.array([1, 2**31, 5, 4294967295, 1, 10], np.uint32)
+    m = model([helper.make_node("Add", ["x", "y"], ["add"]),
+               helper.make_node("Sub", ["x", "y"], ["sub"]),
+               helper.make_node("Mul", ["x", "y"], ["mul"]),
+               helper.make_node("Div", ["x", "y"], ["div"]),
+               helper.make_node("Less", ["x", "y"], ["less"]),
+               helper.make_node("Greater", ["x", "y"], ["greater"]),
+               helper.make_node("Max", ["x", "y"], ["max"]),
+               helper.make_node("Cast", ["x"], ["f"], to=TensorProto.FLOAT),
+               helper.make_node("Cast", ["x"], ["i32"], to=TensorProto.INT32),
+               helper.make_node("Cast", ["x"], ["i64"], to=TensorProto.INT64),
+               helper.make_node("BitwiseNot", ["x"], ["not"]),
+               helper.make_node("Identity", ["x"], ["same"])],
+              [vi("x", U32, [6]), vi("y", U32, [6])],
+              [vi(n, U32, [6]) for n in ("add", "sub", "mul", "div")] +
+              [vi(n, TensorProto.BOOL, [6]) for n in ("less", "greater")] +
+              [vi("max", U32, [6]), vi("f", TensorProto.FLOAT, [6]), vi("i32", TensorProto.INT32, [6]),
+               vi("i64", TensorProto.INT64, [6]), vi("not", U32, [6]), vi("same", U32, [6])], opset=18)
+    g, want, got = both(m, {"x": x, "y": y})
+    check(g.tensor("x").dtype == np.int64, "a uint32 input is an i64 graph tensor")
+    names = ["Add of uint32 (wraps)", "Sub of uint32 (wraps)", "Mul of uint32 (wraps)", "Div of uint32", "Less of uint32",
+             "Greater of uint32", "Max of uint32", "Cast uint32 -> float", "Cast uint32 -> int32 (wrapped)",
+             "Cast uint32 -> int64", "BitwiseNot of uint32", "a uint32 input returned as it is"]
+    for name, w, o in zip(names, want, got):
+        same(name, w, o)
+    path = tempfile.mktemp(suffix=".onnx")
+    onnx.save(m, path)
+    try:
+        ts.inference_model(ts.Graph.from_onnx(path), ts.Options())(x=np.array([-1, 0, 0, 0, 0, 0], np.int64), y=y)
+        msg = ""
+    except ts.TensorscopeError as e:
+        msg = str(e)
+    check("'x'" in msg and "-1" in msg and "4294967295" in msg, f"a uint32 input fed -1 is refused, naming its range: {msg}")
+
+
 def test_narrow_casts():
     i32 = np.array([-1, 300, -(2**31), 65535, -32769, 128, 2**31 - 1, -129], np.int32)
     types = {"int8": TensorProto.INT8, "int16": TensorProto.INT16, "uint8": TensorProto.UINT8, "uint16": TensorProto.UINT16,
@@ -316,9 +436,193 @@ def test_folds():
             check(False, f"{name}, folded: {type(e).__name__}: {e}")
 
 
+I64 = TensorProto.INT64
+MAX64 = 2**63 - 1
+# values f32 (or double) would round or saturate, the ends of int64 among them
+X = np.array([[2**62 + 1, -(2**62) - 3, MAX64, 5], [-7, BIG + 1, -(2**63), BIG + 2], [3, -(BIG + 1), 2**62 + 5, 0]], np.int64)
+
+
+def ints(**arrays):
+    return [numpy_helper.from_array(np.array(v, np.int64), k) for k, v in arrays.items()]
+
+
+def inferred(nodes, inputs, names, inits, opset=18):
+    """model() whose outputs `names` take the types and shapes ONNX's shape inference gives them."""
+    g = helper.make_graph(nodes, "g", inputs, [], initializer=list(inits))
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 8
+    infos = {v.name: v for v in onnx.shape_inference.infer_shapes(m).graph.value_info}
+    return model(nodes, inputs, [infos[n] for n in names], inits, opset)
+
+
+def test_movers():
+    node = helper.make_node
+    d = np.array([2**62 + 1, -(2**62) - 1, MAX64, -(2**63), BIG + 1, -(BIG + 1), 2**61 + 3, 7,
+                  BIG + 3, 2**62 + 9, -5, 2**40 + 1, -(2**62) - 9, 11, BIG + 5, -(BIG + 7)], np.int64).reshape(1, 4, 2, 2)
+    nodes = [node("Pad", ["x", "pads", "pv"], ["pad_c"], mode="constant"),
+             node("Pad", ["x", "pads"], ["pad_0"]),
+             node("Pad", ["x", "pads2"], ["pad_e"], mode="edge"),
+             node("Pad", ["x", "pads2"], ["pad_r"], mode="reflect"),
+             node("Tile", ["x", "reps"], ["tile"]),
+             node("Gather", ["x", "gidx"], ["gather"], axis=1),
+             node("GatherElements", ["x", "gi"], ["gather_el"], axis=1),
+             node("GatherND", ["x", "ndi"], ["gather_nd"]),
+             node("ScatterElements", ["x", "si", "su"], ["scatter_el"], axis=1),
+             node("ScatterND", ["x", "ndrow", "ndu"], ["scatter_nd"]),
+             node("Split", ["x", "split"], ["split0", "split1"], axis=1),
+             node("Unsqueeze", ["x", "ax0"], ["unsq"]),
+             node("Squeeze", ["unsq", "ax0"], ["sq"]),
+             node("Identity", ["x"], ["ident"]),
+             node("Trilu", ["x"], ["triu"]),
+             node("Trilu", ["x", "one"], ["tril"], upper=0),
+             node("Compress", ["x", "cond"], ["compress"], axis=0),
+             node("Slice", ["x", "st", "en", "sax", "steps"], ["slice"])]
+    names = [n.output[0] for n in nodes] + ["split1"]
+    names = [n for n in names if n != "split0"] + ["split0"]
+    inits = ints(pads=[1, 0, 0, 2], pv=2**62 + 7, pads2=[1, 2, 1, 2], reps=[2, 1], gidx=[3, 0, 3],
+                 gi=[[3, 0], [2, 2], [0, 1]], ndi=[[0, 2], [1, 2], [2, 0]], si=[[0, 3], [1, 2], [3, 1]],
+                 su=[[-(2**63), BIG + 9], [2**62 + 11, -1], [MAX64, -(BIG + 3)]], ndrow=[[1]],
+                 ndu=[[MAX64 - 1, -(2**63) + 1, BIG + 11, -(BIG + 11)]], split=[1, 3], ax0=[0], one=1,
+                 st=[3], en=[-5], sax=[1], steps=[-2])
+    inits.append(numpy_helper.from_array(np.array([True, False, True]), "cond"))
+    m = inferred(nodes, [vi("x", I64, [3, 4])], names, inits)
+    _, want, got = both(m, {"x": X})
+    for name, w, o in zip(names, want, got):
+        same(name + " of int64", w, o)
+    # DepthToSpace and SpaceToDepth (onnxruntime has no int64 ones): against ONNX's reference
+    m = inferred([node("DepthToSpace", ["d"], ["d2s"], blocksize=2), node("DepthToSpace", ["d"], ["crd"], blocksize=2, mode="CRD"),
+                  node("SpaceToDepth", ["d2s"], ["s2d"], blocksize=2)], [vi("d", I64, [1, 4, 2, 2])], ["d2s", "crd", "s2d"], [])
+    got = ts.inference_model(ts.Graph.from_onnx(save(m)), ts.Options())(d=d)
+    for name, w, o in zip(["DepthToSpace", "DepthToSpace CRD", "SpaceToDepth"], reference(m, {"d": d}), got):
+        same(name + " of int64", w, o, "ONNX's reference")
+    # the Scatter reductions, each combining int64 values exactly (a position written twice)
+    reds = ["add", "mul", "max", "min"]
+    m = inferred([node("ScatterElements", ["x", "si", "su"], ["r_" + r], axis=1, reduction=r) for r in reds],
+                 [vi("x", I64, [3, 4])], ["r_" + r for r in reds],
+                 ints(si=[[0, 0], [1, 3], [2, 2]], su=[[3, 2**61 + 1], [-(2**40), 7], [-1, BIG + 1]]))
+    _, want, got = both(m, {"x": X})
+    for r, w, o in zip(reds, want, got):
+        same(f"ScatterElements reduction={r} of int64", w, o)
+    # TensorScatter (opset 24): a cache of int64 values written at fed write indices, linear and circular
+    past = X[:2, :, None].repeat(2, axis=2)  # [2, 4, 2]
+    upd = np.array([[[MAX64, -(2**63)], [BIG + 1, -(BIG + 1)]], [[2**62 + 3, 7], [-(2**62) - 5, BIG + 9]]], np.int64)
+    m = inferred([node("TensorScatter", ["past", "upd", "wi"], ["lin"]), node("TensorScatter", ["past", "upd", "wi"], ["circ"], mode="circular")],
+                 [vi("past", I64, [2, 4, 2]), vi("upd", I64, [2, 2, 2]), vi("wi", I64, [2])], ["lin", "circ"], [], opset=24)
+    _, want, got = both(m, {"past": past, "upd": upd, "wi": np.array([2, 1], np.int64)})
+    for name, w, o in zip(["TensorScatter linear", "TensorScatter circular"], want, got):
+        same(name + " of int64", w, o)
+    # Resize nearest (onnxruntime has no int64 Resize): int32 values past 2^24
+    x32 = np.array([[2**24 + 1, -(2**24) - 3, 2**31 - 1, 5], [-7, 2**30 + 1, -(2**31), 2**25 + 1]], np.int32)
+    m = inferred([node("Resize", ["x", "", "scales"], ["y"], mode="nearest")], [vi("x", TensorProto.INT32, [2, 4])],
+                 ["y"], [numpy_helper.from_array(np.array([2.0, 1.5], np.float32), "scales")])
+    _, want, got = both(m, {"x": x32})
+    same("Resize nearest of int32 past 2^24", want[0], got[0])
+
+
+def reference(m, feeds):
+    """ONNX's reference implementation (onnx.reference: numpy's int64 arithmetic)."""
+    from onnx.reference import ReferenceEvaluator
+    return ReferenceEvaluator(m).run(None, feeds)
+
+
+def exact_mean(x, axis):
+    """The mean of each line along axis, exactly, truncated toward zero."""
+    def line(v):
+        s, n = sum(int(e) for e in v), len(v)
+        return (abs(s) // n) * (1 if s >= 0 else -1)
+    return np.apply_along_axis(line, axis, x).astype(np.int64)
+
+
+def test_reductions():
+    node = helper.make_node
+    ops = ["ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceSumSquare", "ReduceL1"]
+    nodes = [node(op, ["x", "ax1"], [op], keepdims=0) for op in ops]
+    nodes += [node(op, ["x"], [op + "_all"], keepdims=1) for op in ("ReduceSum", "ReduceMax", "ReduceProd")]
+    nodes += [node("ReduceMean", ["x", "ax1"], ["ReduceMean"], keepdims=0), node("ReduceMean", ["x", "ax0"], ["ReduceMean0"], keepdims=1)]
+    names = [n.output[0] for n in nodes]
+    m = inferred(nodes, [vi("x", I64, [3, 4])], names, ints(ax1=[1], ax0=[0]))
+    g = ts.Graph.from_onnx(save(m))
+    got = ts.inference_model(g, ts.Options())(x=X)
+    want = reference(m, {"x": X})
+    for name, w, o in list(zip(names, want, got))[:-2]:
+        same(name + " of int64 (wrapping)", w, o, "ONNX's reference")
+    same("ReduceMean of int64 over axis 1", exact_mean(X, 1), got[-2], "the exact mean toward zero")
+    same("ReduceMean of int64 over axis 0", exact_mean(X, 0).reshape(1, 4), got[-1], "the exact mean toward zero")
+    # where onnxruntime's double sums are exact (below 2^53, no overflow) it agrees
+    small = np.array([[-7, 1, 1, 2**20], [3, -(2**25), 5, 9], [2**21 + 3, 2, -2, 0]], np.int64)
+    _, want, got = both(m, {"x": small})
+    for name, w, o in zip(names, want, got):
+        same(name + " of int64 below 2^53, as onnxruntime", w, o)
+    # ArgMax, ArgMin, TopK: values past 2^53 that differ by 1
+    a = np.array([[BIG + 1, BIG + 2, BIG + 3, BIG + 2], [-(BIG + 2), -(BIG + 1), -(BIG + 2), MAX64], [2**62 + 1, 2**62, 2**62 + 1, -(2**63)]], np.int64)
+    m = inferred([node("ArgMax", ["x"], ["amax"], axis=1), node("ArgMin", ["x"], ["amin"], axis=1, keepdims=0),
+               node("ArgMax", ["x"], ["amax_last"], axis=1, select_last_index=1),
+               node("TopK", ["x", "k"], ["top_v", "top_i"], axis=1),
+               node("TopK", ["x", "k"], ["low_v", "low_i"], axis=1, largest=0)],
+              [vi("x", I64, [3, 4])], ["amax", "amin", "amax_last", "top_v", "top_i", "low_v", "low_i"], ints(k=[3]))
+    _, want, got = both(m, {"x": a})
+    for name, w, o in zip(["ArgMax", "ArgMin", "ArgMax select_last_index", "TopK values", "TopK indices", "TopK smallest values",
+                           "TopK smallest indices"], want, got):
+        same(name + " of int64 past 2^53", w, o)
+    ties = np.array([[-(2**63), -(2**63), 5, -(2**63)]], np.int64)  # the lowest value taken twice: a position taken stays out
+    m = inferred([node("TopK", ["x", "k"], ["v", "i"], axis=1)], [vi("x", I64, [1, 4])], ["v", "i"], ints(k=[4]))
+    _, want, got = both(m, {"x": ties})
+    for name, w, o in zip(["TopK of INT64_MIN ties, values", "TopK of INT64_MIN ties, indices"], want, got):
+        same(name, w, o)
+
+
+def test_elementwise():
+    node = helper.make_node
+    nodes = [node("Abs", ["x"], ["abs"]), node("Neg", ["x"], ["neg"]), node("Sign", ["x"], ["sign"]),
+             node("Relu", ["x"], ["relu"]), node("Clip", ["x", "lo", "hi"], ["clip"]), node("Clip", ["x", "", "hi"], ["clip_hi"])]
+    names = [n.output[0] for n in nodes]
+    m = inferred(nodes, [vi("x", I64, [3, 4])], names, ints(lo=-(BIG + 1), hi=2**62 + 2))
+    _, want, got = both(m, {"x": X})
+    for name, w, o in zip(names, want, got):
+        same(name + " of int64", w, o)
+    # Pow by constant whole exponents (onnxruntime's integer power wraps, as numpy's)
+    m = inferred([node("Pow", ["x", "three"], ["cube"]), node("Pow", ["x", "two"], ["square"]), node("Pow", ["x", "zero"], ["ones"])],
+                 [vi("x", I64, [3, 4])], ["cube", "square", "ones"],
+                 ints(three=3, zero=0) + [numpy_helper.from_array(np.array(2.0, np.float32), "two")])
+    _, want, got = both(m, {"x": X})
+    for name, w, o in zip(["Pow x^3", "Pow x^2.0", "Pow x^0"], want, got):
+        same(name + " of int64 (wrapping)", w, o)
+    # MatMul of int64 tensors (2-D, batched with broadcast batch dims, 1-D), wrapping as onnxruntime's
+    w = np.array([[3, -1], [2**40 + 1, 7], [-(BIG + 1), 1]], np.int64)
+    m = inferred([node("MatMul", ["x3", "w"], ["mm"]), node("MatMul", ["xb", "w"], ["mm_batched"]), node("MatMul", ["v", "w"], ["mm_vec"]),
+                  node("MatMul", ["x3", "v"], ["mm_mat_vec"])],
+                 [vi("x3", I64, [2, 3]), vi("xb", I64, [2, 2, 3]), vi("v", I64, [3])], ["mm", "mm_batched", "mm_vec", "mm_mat_vec"],
+                 [numpy_helper.from_array(w, "w")])
+    feeds = {"x3": X[:2, :3].copy(), "xb": X[:, :3][[0, 1, 2, 0]].reshape(2, 2, 3), "v": X[2, 1:].copy()}
+    _, want, got = both(m, feeds)
+    for name, w_, o in zip(["MatMul", "MatMul batched", "MatMul of a vector", "MatMul by a vector"], want, got):
+        same(name + " of int64 (wrapping)", w_, o)
+    # CumProd (opset 26), wrapping as onnxruntime's
+    nodes = [node("CumProd", ["x", "one"], ["cumprod"]), node("CumProd", ["x", "one"], ["cumprod_er"], exclusive=1, reverse=1)]
+    g = helper.make_graph(nodes, "g", [vi("x", I64, [3, 4])], [], initializer=ints(one=1))
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 26)])
+    m.ir_version = 10
+    infos = {v.name: v for v in onnx.shape_inference.infer_shapes(m).graph.value_info}
+    m.graph.output.extend([infos["cumprod"], infos["cumprod_er"]])
+    _, want, got = both(m, {"x": X})
+    for name, w, o in zip(["CumProd", "CumProd exclusive reverse"], want, got):
+        same(name + " of int64 (wrapping)", w, o)
+    # PRelu (onnxruntime's int64 PRelu goes through floats): against ONNX's reference
+    m = inferred([node("PRelu", ["x", "slope"], ["prelu"])], [vi("x", I64, [3, 4])], ["prelu"], ints(slope=[3, -1, 2**40, 1]))
+    got = ts.inference_model(ts.Graph.from_onnx(save(m)), ts.Options())(x=X)
+    same("PRelu of int64", reference(m, {"x": X})[0], got[0] if isinstance(got, (list, tuple)) else got, "ONNX's reference")
+
+
+def save(m):
+    path = tempfile.mktemp(suffix=".onnx")
+    onnx.save(m, path)
+    return path
+
+
 if __name__ == "__main__":
     for t in (test_inputs, test_gather_ids, test_constants, test_comparisons, test_where_cast_expand,
-              test_where_int_condition, test_onehot, test_bitwise, test_variadic, test_narrow_casts, test_folds):
+              test_where_int_condition, test_onehot, test_bitwise, test_variadic, test_uint64, test_uint64_folds, test_uint32,
+              test_narrow_casts, test_folds, test_movers, test_reductions, test_elementwise):
         try:
             t()
         except Exception as e:  # one failing model does not hide the others

@@ -221,6 +221,73 @@ def imported():
         compare("imported", sess.get_outputs()[0].name, ours, got)
 
 
+def imported_typed():
+    """A model of bool and int64 tensors (a bool input and initializer,
+    comparisons, And, Not, Where, int64 arithmetic and comparisons, uint64
+    values past 2^63 divided and compared, Casts between them), imported
+    and saved: the file's inputs, initializers, value_info and outputs are
+    ONNX's BOOL and INT64 where the tensors are (not float 1/0), it passes
+    onnx.checker, and onnxruntime runs it whole to tensorscope's outputs."""
+    import tensorscope as ts
+
+    B, I64, U64, F = TensorProto.BOOL, TensorProto.INT64, TensorProto.UINT64, TensorProto.FLOAT
+    vi = helper.make_tensor_value_info
+    inits = [numpy_helper.from_array(np.array([True, False, True], bool), "keep"),
+             numpy_helper.from_array(np.array([2**40 + 3], np.int64), "big"),
+             numpy_helper.from_array(np.array([0.5], np.float32), "half"),
+             numpy_helper.from_array(np.array([3], np.int64), "three")]
+    nodes = [helper.make_node("Greater", ["x", "half"], ["gt"]),
+             helper.make_node("And", ["gt", "mask"], ["both"]),
+             helper.make_node("Or", ["both", "keep"], ["any"]),
+             helper.make_node("Not", ["any"], ["none"]),
+             helper.make_node("Where", ["both", "x", "half"], ["chosen"]),
+             helper.make_node("Add", ["ids", "big"], ["shifted"]),
+             helper.make_node("Div", ["shifted", "three"], ["third"]),
+             helper.make_node("Less", ["ids", "three"], ["small"]),
+             helper.make_node("Equal", ["small", "mask"], ["same"]),
+             helper.make_node("Cast", ["u"], ["uf"], to=F),
+             helper.make_node("Div", ["u", "u2"], ["udiv"]),
+             helper.make_node("Less", ["u", "u2"], ["uless"]),
+             helper.make_node("Cast", ["mask"], ["maskf"], to=F)]
+    outs = [vi("none", B, [2, 3]), vi("chosen", F, [2, 3]), vi("third", I64, [2, 3]), vi("same", B, [2, 3]),
+            vi("uf", F, [3]), vi("udiv", U64, [3]), vi("uless", B, [3]), vi("maskf", F, [2, 3])]
+    g = helper.make_graph(nodes, "typed", [vi("x", F, [2, 3]), vi("mask", B, [2, 3]), vi("ids", I64, [2, 3]),
+                                           vi("u", U64, [3]), vi("u2", U64, [3])], outs, inits)
+    src = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    rng = np.random.default_rng(7)
+    feeds = {"x": rng.random((2, 3)).astype(np.float32), "mask": np.array([[True, False, True], [False, True, True]]),
+             "ids": np.array([[1, 5, -7], [2**50, 3, 0]], np.int64),
+             "u": np.array([2**64 - 1, 2**63 + 5, 7], np.uint64), "u2": np.array([2, 2**63 + 6, 3], np.uint64)}
+    with tempfile.TemporaryDirectory(dir=build) as d:
+        src_path, out = os.path.join(d, "typed.onnx"), os.path.join(d, "saved.onnx")
+        onnx.save(src, src_path)
+        model = ts.inference_model(ts.Graph.from_onnx(src_path))
+        ours = model(**feeds)
+        model.save_graph(out)
+        m = check_file("imported bool/int64", out, model.get_tensor_names())
+        types = {v.name: v.type.tensor_type.elem_type for v in list(m.graph.input) + list(m.graph.output) + list(m.graph.value_info)}
+        types.update({t.name: t.data_type for t in m.graph.initializer})
+        for name, want in (("mask", B), ("ids", I64), ("keep", B), ("Greater:0", B), ("And:0", B), ("Not:0", B), ("Less:0", B),
+                           ("Add:0", I64)):
+            if types.get(name) != want:
+                fail(f"imported bool/int64: '{name}' is ONNX type {types.get(name)} in the file, not {want}")
+        own = sorted({n.op_type for n in m.graph.node if n.domain})
+        if own:
+            fail(f"imported bool/int64: ops of another domain: {own}")
+        sess = ort.InferenceSession(out, providers=["CPUExecutionProvider"])
+        names = {i.name for i in sess.get_inputs()}
+        got = sess.run(None, {k: (v.view(np.int64) if v.dtype == np.uint64 else v) for k, v in feeds.items() if k in names})
+        for o, theirs, mine in zip(sess.get_outputs(), got, ours):
+            mine = np.asarray(mine)
+            if mine.dtype == np.uint64:
+                theirs = np.asarray(theirs).view(np.uint64) if theirs.dtype == np.int64 else theirs
+            if theirs.dtype != mine.dtype and not (mine.dtype == np.uint64 and theirs.dtype == np.uint64):
+                fail(f"imported bool/int64: output {o.name} is {theirs.dtype} from onnxruntime, {mine.dtype} from tensorscope")
+            elif not np.array_equal(theirs, mine):
+                fail(f"imported bool/int64: output {o.name}: onnxruntime {theirs!r}, tensorscope {mine!r}")
+        print("ok   imported bool/int64: saved with ONNX's bool and int64 types, run by onnxruntime to tensorscope's outputs")
+
+
 # backward ops with a standard form are standard ops: onnxruntime recomputes
 # the gradients the forward and those give
 builtin("mlp", ["--model", "mlp", "--batch-size", "8"], ["x", "labels"],
@@ -231,6 +298,7 @@ builtin("gpt", ["--model", "gpt", "--batch-size", "2", "--layers", "1", "--embd"
                                 "Gradient___blocks.0.attn.qkv.weight", "Gradient___wte.weight", "Gradient___wpe.weight"])
 python_graph()
 imported()
+imported_typed()
 imported_training()
 if failures:
     print(f"save_graph: {len(failures)} failure(s)")

@@ -4,7 +4,10 @@
  * and INT64_MAX and beyond 2^53, in int64 and in the declared types that
  * wrap (int8, uint32, uint64: a uint64 held as its bits and returned as a
  * u64 output), and ts_cast of int64 and int32 values to i8, i16, u8, u16,
- * u32 and u64 (two's complement truncation, as numpy's astype). The
+ * u32 and u64 (two's complement truncation, as numpy's astype); uint64
+ * values past 2^63 through ts_binary_typed's Div, Mod, comparisons, Max
+ * and Min and ts_cast_typed to f32 (unsigned, not negative int64), u32
+ * inputs of 4294967295 wrapping mod 2^32, a fed -1 or 2^32 refused. The
  * expected values are computed here in C. Also run on the staged and CUDA
  * devices (ctest's _staged, _cuda). */
 #include <stdbool.h>
@@ -100,6 +103,80 @@ int main(void) {
         bad += x8[i] != (int8_t)c[i] || xu16[i] != (uint16_t)c[i] || xu32[i] != (uint32_t)c[i] || xu64[i] != (int64_t)c[i];
     CHECK(x8 && xu16 && xu32 && xu64 && bad == 0, "int32 cast to int8, uint16, uint32 (-1 is 4294967295, in i64) and uint64 (its bits) (%d wrong)", bad);
     ts_model_free(m);
+    ts_graph_free(g);
+
+    /* uint64 values past 2^63 (an i64 input's bits) read unsigned by
+     * ts_binary_typed and ts_cast_typed; a u32 input of every uint32 value,
+     * its arithmetic wrapped mod 2^32; a float past 2^63 cast to u64 */
+    {
+        enum { M = 6 };
+        uint64_t u[M] = {UINT64_MAX, ((uint64_t)1 << 63) + 5, (uint64_t)1 << 63, 7, 0, UINT64_MAX - 1};
+        uint64_t v[M] = {2, ((uint64_t)1 << 63) + 6, 3, UINT64_MAX, 9, UINT64_MAX};
+        uint32_t p[M] = {UINT32_MAX, 1u << 31, 0, 7, 4000000000u, 5};
+        uint32_t q[M] = {1, 1u << 31, 5, UINT32_MAX, 400000000u, 3};
+        float f[M] = {1e19f, 9.3e18f, 4e18f, -1.0f, 2e19f, 0.5f};
+        g = ts_graph_new(1);
+        ts_tensor *tu = ts_input(g, "u", TS_U64, 1, (int64_t[]){M}), *tv = ts_input(g, "v", TS_U64, 1, (int64_t[]){M});
+        ts_tensor *tp = ts_input(g, "p", TS_U32, 1, (int64_t[]){M}), *tq = ts_input(g, "q", TS_U32, 1, (int64_t[]){M});
+        ts_tensor *tf = ts_input(g, "f", TS_F32, 1, (int64_t[]){M});
+        ts_tensor *dv = ts_binary_typed(g, "Div", tu, tv, TS_U64), *md = ts_binary_typed(g, "Mod", tu, tv, TS_U64);
+        ts_tensor *lt = ts_binary_typed(g, "Less", tu, tv, TS_U64), *ge = ts_binary_typed(g, "GreaterOrEqual", tu, tv, TS_U64);
+        ts_tensor *mx = ts_binary_typed(g, "Max", tu, tv, TS_U64), *mn = ts_binary_typed(g, "Min", tu, tv, TS_U64);
+        ts_tensor *fl = ts_cast_typed(g, tu, TS_U64, TS_F32), *signed_fl = ts_cast(g, tu, TS_F32);
+        ts_tensor *add32 = ts_binary_typed(g, "Add", tp, tq, TS_U32), *mul32 = ts_binary_typed(g, "Mul", tp, tq, TS_U32);
+        ts_tensor *sub32 = ts_binary_typed(g, "Sub", tq, tp, TS_U32), *gt32 = ts_binary_typed(g, "Greater", tp, tq, TS_U32);
+        ts_tensor *fu = ts_cast(g, tf, TS_U64);
+        ts_tensor *outs2[] = {dv, md, lt, ge, mx, mn, fl, signed_fl, add32, mul32, sub32, gt32, fu};
+        bool ok = true;
+        for (size_t i = 0; i < sizeof outs2 / sizeof *outs2; i++) ok = ok && outs2[i];
+        CHECK(ok, "ts_binary_typed and ts_cast_typed build on u64 and u32 inputs: %s", ok ? "" : ts_last_error());
+        ts_array held;
+        CHECK(ok && !ts_tensor_info(tu, &held) && held.dtype == TS_I64 && !ts_tensor_info(tp, &held) && held.dtype == TS_I64,
+              "u32 and u64 inputs are held in i64");
+        for (size_t i = 0; ok && i < sizeof outs2 / sizeof *outs2; i++)
+            if (outs2[i] != lt && outs2[i] != ge && outs2[i] != gt32 && outs2[i] != fl && outs2[i] != signed_fl)
+                ok = !ts_tensor_set_output_dtype(outs2[i], outs2[i] == add32 || outs2[i] == mul32 || outs2[i] == sub32 ? TS_U32 : TS_U64);
+        ts_model *m2 = NULL;
+        ok = ok && !ts_model_inference(&m2, g, outs2, (int)(sizeof outs2 / sizeof *outs2), NULL);
+        CHECK(ok, "an inference model of the unsigned ops: %s", ok ? "" : ts_last_error());
+        const char *nm[5] = {"u", "v", "p", "q", "f"};
+        ts_array in2[5] = {{.dtype = TS_U64, .ndim = 1, .shape = {M}, .data = u}, {.dtype = TS_U64, .ndim = 1, .shape = {M}, .data = v},
+                           {.dtype = TS_U32, .ndim = 1, .shape = {M}, .data = p}, {.dtype = TS_U32, .ndim = 1, .shape = {M}, .data = q},
+                           ts_array_f32(f, 1, (int64_t[]){M})};
+        ok = ok && !ts_model_run(m2, nm, in2, 5);
+        CHECK(ok, "a run fed uint64 values past 2^63 and uint32 4294967295: %s", ok ? "" : ts_last_error());
+        ts_array a2[13];
+        for (int i = 0; ok && i < 13; i++) ok = !ts_model_anchored(m2, ts_tensor_name(outs2[i]), &a2[i]);
+        int bad64 = 0, bad32 = 0, badf = 0;
+        for (int i = 0; ok && i < M; i++) {
+            bad64 += ((const uint64_t *)a2[0].data)[i] != u[i] / v[i] || ((const uint64_t *)a2[1].data)[i] != u[i] % v[i] ||
+                   ((const uint8_t *)a2[2].data)[i] != (u[i] < v[i]) || ((const uint8_t *)a2[3].data)[i] != (u[i] >= v[i]) ||
+                   ((const uint64_t *)a2[4].data)[i] != (u[i] > v[i] ? u[i] : v[i]) || ((const uint64_t *)a2[5].data)[i] != (u[i] < v[i] ? u[i] : v[i]) ||
+                   ((const float *)a2[6].data)[i] != (float)u[i] || ((const float *)a2[7].data)[i] != (float)(int64_t)u[i];
+            bad32 += ((const uint32_t *)a2[8].data)[i] != (uint32_t)(p[i] + q[i]) || ((const uint32_t *)a2[9].data)[i] != (uint32_t)(p[i] * q[i]) ||
+                     ((const uint32_t *)a2[10].data)[i] != (uint32_t)(q[i] - p[i]) || ((const uint8_t *)a2[11].data)[i] != (p[i] > q[i]);
+            uint64_t want = f[i] >= 18446744073709551616.0f ? UINT64_MAX : f[i] >= 0 ? (uint64_t)f[i] : (uint64_t)(int64_t)f[i];
+            badf += ((const uint64_t *)a2[12].data)[i] != want;
+        }
+        CHECK(ok && a2[0].dtype == TS_U64 && a2[2].dtype == TS_BOOL && a2[6].dtype == TS_F32 && bad64 == 0,
+              "uint64 Div, Mod, Less, GreaterOrEqual, Max, Min and the cast to f32 read 2^64-1 and 2^63+5 unsigned; ts_cast reads them "
+              "signed (%d wrong)", bad64);
+        CHECK(ok && a2[8].dtype == TS_U32 && bad32 == 0, "uint32 Add, Mul and Sub wrap mod 2^32 (4294967295 + 1 is 0); Greater unsigned (%d wrong)", bad32);
+        CHECK(ok && badf == 0, "f32 1e19 cast to u64 is its value (past 2^63), 2e19 is 2^64-1, -1 wraps (%d wrong)", badf);
+        int64_t minus[M] = {0, -1, 0, 0, 0, 0};
+        in2[2] = (ts_array){.dtype = TS_I64, .ndim = 1, .shape = {M}, .data = minus};
+        CHECK(ok && ts_model_run(m2, nm, in2, 5) == TS_ERR_INVALID_ARGUMENT && strstr(ts_last_error(), "'p'") &&
+                  strstr(ts_last_error(), "4294967295"), "a u32 input fed -1 is refused, naming its range: %s", ts_last_error());
+        int64_t big[M] = {0, (int64_t)1 << 32, 0, 0, 0, 0};
+        in2[2].data = big;
+        CHECK(ok && ts_model_run(m2, nm, in2, 5) == TS_ERR_INVALID_ARGUMENT, "a u32 input fed 2^32 is refused: %s", ts_last_error());
+        ts_model_free(m2);
+        ts_graph_free(g);
+    }
+    g = ts_graph_new(1);
+    ts_tensor *x = ts_input(g, "x", TS_I32, 1, (int64_t[]){2});
+    CHECK(!ts_binary_typed(g, "Div", x, x, TS_U64) && strstr(ts_last_error(), "i64"), "uint64 values in an i32 tensor are refused: %s",
+          ts_last_error());
     ts_graph_free(g);
 
     /* on i32 tensors a result that can leave i32 is refused, saying to use i64 */

@@ -3,11 +3,16 @@
  * SGD with momentum, Adam), so no decay leaves an infinite parameter
  * infinite (PyTorch: inf - lr * g) instead of making it NaN through
  * 0 * inf, and a decay makes it what PyTorch's arithmetic makes it (SGD
- * and Adam: NaN; AdamW: infinite); the finite values are the formula's. Every length crosses the vector loop and its padded tail. */
+ * and Adam: NaN; AdamW: infinite); the finite values are the formula's. Every length crosses the vector loop and its padded tail.
+ * The update that summarises its gradient and updated parameter as it goes
+ * (ts_opt_update_summarised) against the plain update and one pass over
+ * each tensor (test_summarised). */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
+#include "core/stats.h"
 #include "graph/optim.h"
 
 enum { N = 37 };
@@ -50,6 +55,97 @@ static void check_case(const char *label, ts_optimizer o) {
     CHECK(worst < 1e-5, "%s: the step is the formula's (worst relative error %.3g)", label, worst);
 }
 
+/* Summaries agree as one pass gives them: counts, min and max exact, the
+ * moments to float rounding (the mean on the data's scale). */
+static bool same_stats(const ts_stats *a, const ts_stats *r) {
+    double scale = fmax(r->std, fabs(r->mean) * 1e-3) + 1e-30;
+    bool none = r->count == r->nans + r->pos_infs + r->neg_infs; /* no finite value: NaN moments */
+    return a->count == r->count && a->zeros == r->zeros && a->nans == r->nans && a->pos_infs == r->pos_infs && a->neg_infs == r->neg_infs &&
+           (none ? isnan(a->mean) && isnan(a->min) && isnan(a->max)
+                 : fabs(a->mean - r->mean) <= 1e-6 * scale && fabs(a->std - r->std) <= 1e-6 * (r->std + 1e-30) &&
+                       fabs(a->l2 - r->l2) <= 1e-6 * r->l2 && a->min == r->min && a->max == r->max);
+}
+
+/* One case of test_summarised: g and w filled by `data`, the step taken
+ * summarised (in the executor's chunks of 16384, streams flushed after
+ * each) and plainly on a twin. */
+static void summarised_case(const char *label, ts_optimizer o, int data) {
+    enum { M = 3 * 16384 + 1000 + 5 }; /* chunks, runs, and a tail shorter than a vector */
+    float *w = malloc(M * sizeof *w), *g = malloc(M * sizeof *g), *tw = malloc(M * sizeof *tw);
+    float *st = calloc(4 * (size_t)M, sizeof *st);
+    if (!w || !g || !tw || !st) {
+        CHECK(0, "%s: memory", label);
+        goto done;
+    }
+    uint32_t r = 12345;
+    for (int i = 0; i < M; i++) {
+        r = r * 1664525u + 1013904223u;
+        float u = (float)(r >> 8) / 16777216.0f - 0.5f; /* [-0.5, 0.5) */
+        w[i] = 0.1f * u, g[i] = 1e-3f * (u * u - 0.1f);
+        switch (data) {
+        case 1: g[i] = i % 3 ? 0.0f : -0.0f; break;           /* the gradient all zero */
+        case 2: w[i] = fabsf(w[i]) + 1.0f, g[i] = -fabsf(g[i]) - 1e-4f; break; /* all positive (the step adds) */
+        case 3: w[i] = -fabsf(w[i]) - 1.0f, g[i] = fabsf(g[i]) + 1e-4f; break; /* all negative */
+        default: break;
+        }
+        if (data == 0 && i % 513 == 7) g[i] = 0.0f, w[i] = i % 2 ? -0.0f : 0.0f; /* zeros of both signs in both */
+    }
+    if (data == 4) g[20000] = NAN, g[M - 2] = NAN, w[30000] = INFINITY, w[40000] = -INFINITY; /* in runs, and in the tail */
+    memcpy(tw, w, M * sizeof *w);
+    ts_opt_state s = {.accl = st, .accl1 = st + M}, ts = {.accl = st + 2 * M, .accl1 = st + 3 * M};
+    float *b2 = calloc(2 * (size_t)M, sizeof *b2);
+    if (!b2) {
+        CHECK(0, "%s: memory", label);
+        goto done;
+    }
+    s.accl2 = b2, ts.accl2 = b2 + M;
+    ts_opt_consts c = ts_opt_begin(&o, &s), tc = ts_opt_begin(&o, &ts);
+    ts_stats_partial gp, pp;
+    ts_stats_partial_init(&gp, TS_WATCH_STATS);
+    ts_stats_partial_init(&pp, TS_WATCH_STATS);
+    for (int64_t b = 0; b < M; b += 16384) {
+        ts_stats_stream gs = {0}, ps = {0};
+        ts_opt_update_summarised(&o, &c, &s, w, g, b, M - b < 16384 ? M : b + 16384, false, &gs, &gp, &ps, &pp, NULL);
+        ts_stats_stream_flush(&gs, &gp);
+        ts_stats_stream_flush(&ps, &pp);
+    }
+    ts_opt_update(&o, &tc, &ts, tw, g, 0, M);
+    ts_summary sg, sp, rg, rp;
+    ts_stats_finish(&gp, &sg);
+    ts_stats_finish(&pp, &sp);
+    ts_summarize_f32(g, M, TS_WATCH_STATS, &rg);
+    ts_summarize_f32(tw, M, TS_WATCH_STATS, &rp);
+    CHECK(memcmp(w, tw, M * sizeof *w) == 0, "%s: the summarised update's parameter is bit-identical to the plain update's", label);
+    CHECK(same_stats(&sg.stats, &rg.stats), "%s: gradient zeros %lld nan %lld min %g max %g mean %.9g std %.9g (one pass: %lld %lld %g %g %.9g %.9g)",
+          label, (long long)sg.stats.zeros, (long long)sg.stats.nans, sg.stats.min, sg.stats.max, sg.stats.mean, sg.stats.std,
+          (long long)rg.stats.zeros, (long long)rg.stats.nans, rg.stats.min, rg.stats.max, rg.stats.mean, rg.stats.std);
+    CHECK(same_stats(&sp.stats, &rp.stats), "%s: parameter zeros %lld nan %lld inf %lld/%lld min %g max %g mean %.9g std %.9g (one pass: %lld %lld %lld/%lld %g %g %.9g %.9g)",
+          label, (long long)sp.stats.zeros, (long long)sp.stats.nans, (long long)sp.stats.pos_infs, (long long)sp.stats.neg_infs, sp.stats.min,
+          sp.stats.max, sp.stats.mean, sp.stats.std, (long long)rp.stats.zeros, (long long)rp.stats.nans, (long long)rp.stats.pos_infs,
+          (long long)rp.stats.neg_infs, rp.stats.min, rp.stats.max, rp.stats.mean, rp.stats.std);
+    free(b2);
+done:
+    free(w), free(g), free(tw), free(st);
+}
+
+/* The summarised update of every optimizer's loop (plain SGD and Adam sum
+ * their squares by multiply-adds, SGD with momentum by a tree) over data
+ * with zeros of both signs, a gradient all zero, everything positive,
+ * everything negative, and NaN and Inf. */
+static void test_summarised(void) {
+    static const char *const data[] = {"mixed with zeros", "zero gradient", "all positive", "all negative", "NaN and Inf"};
+    const struct {
+        const char *name;
+        ts_optimizer o;
+    } opts[] = {{"SGD", ts_sgd(0.1f, 0.0f, 0.0f)}, {"SGD momentum", ts_sgd(0.1f, 0.9f, 0.0f)}, {"Adam", ts_adam(1e-3f)}, {"AdamW", ts_adamw(1e-3f, 1e-2f)}};
+    for (size_t k = 0; k < sizeof opts / sizeof opts[0]; k++)
+        for (int d = 0; d < 5; d++) {
+            char label[96];
+            snprintf(label, sizeof label, "summarised %s, %s", opts[k].name, data[d]);
+            summarised_case(label, opts[k].o, d);
+        }
+}
+
 int main(void) {
     ts_optimizer mom = ts_sgd(0.1f, 0.9f, 0.0f), mom_wd = ts_sgd(0.1f, 0.9f, 1e-2f);
     check_case("SGD", ts_sgd(0.1f, 0.0f, 0.0f));
@@ -62,5 +158,6 @@ int main(void) {
     check_case("Adam with decay", adam_wd);
     check_case("AdamW", ts_adamw(1e-3f, 0.0f));
     check_case("AdamW with decay", ts_adamw(1e-3f, 1e-2f));
+    test_summarised();
     return check_summary("test_optim_step");
 }

@@ -172,6 +172,41 @@ static void test_moments(void) {
     free(s);
 }
 
+/* The fast pass counts a zero by its bits (twice the bits is 0 only for +0
+ * and -0): blocks of only finite values (the fast pass) holding +0, -0 and
+ * the subnormals next to them (1 and 0x80000001: not zeros), and blocks
+ * all zero, all positive, all negative and with NaN and Inf, each against
+ * the reference (zeros, min and max exact). */
+static void test_zero_bits(void) {
+    enum { N = 40000 }; /* two blocks and a ragged end */
+    float *x = malloc(N * sizeof *x);
+    ts_summary *s = malloc(sizeof *s);
+    ts_stats r;
+    static const char *const names[] = {"+0, -0 and the smallest subnormals among N(0,1)", "all +0 and -0", "all positive",
+                                        "all negative with -0", "NaN and Inf with zeros of both signs"};
+    for (int c = 0; c < 5; c++) {
+        for (int64_t i = 0; i < N; i++) {
+            float v = (float)normal();
+            switch (c) {
+            case 1: v = i % 3 ? 0.0f : -0.0f; break;
+            case 2: v = fabsf(v) + 1e-3f; break;
+            case 3: v = -fabsf(v) - 1e-3f; break;
+            default: break;
+            }
+            if ((c == 0 || c == 3 || c == 4) && i % 37 == 5) v = i % 2 ? -0.0f : (c == 3 ? -0.0f : 0.0f);
+            if (c == 0 && i % 101 == 7) v = ts_bits_float(i % 2 ? 1u : 0x80000001u); /* not zeros */
+            if (c == 4 && i % 4099 == 11) v = i % 3 == 0 ? NAN : i % 3 == 1 ? INFINITY : -INFINITY;
+            x[i] = v;
+        }
+        ts_summarize_f32(x, N, TS_WATCH_STATS, s);
+        reference(x, N, &r);
+        CHECK(r.zeros > 0 || c == 2, "%s: the case holds zeros (%lld)", names[c], (long long)r.zeros);
+        compare_stats(names[c], &s->stats, &r, 1e-6);
+    }
+    free(x);
+    free(s);
+}
+
 /* ---------------------------------------------------------------- log2 bins */
 
 /* Agreement as compare_stats judges it, without a line per field. */
@@ -554,6 +589,7 @@ static void test_text(void) {
 int main(void) {
     test_moments();
     test_lengths();
+    test_zero_bits();
     test_log2();
     test_tb();
     test_range();

@@ -93,6 +93,7 @@ OPS = {
     "erf": ("ts_erf", "x:T"),
     "abs": ("ts_abs", "x:T"),
     "cast": ("ts_cast", "x:T dtype:D"),
+    "cast_typed": ("ts_cast_typed", "x:T from_dtype:D dtype:D"),
     "cumsum": ("ts_cumsum", "x:T axis:I exclusive:I=0 reverse:I=0"),
     "gelu": ("ts_gelu", "x:T tanh_approx:I=0"),
     "embedding": ("ts_embedding", "weight:T indices:T"),
@@ -101,6 +102,7 @@ OPS = {
     # the elementwise families, by the op's name (include/tensorscope.h lists them)
     "unary": ("ts_unary", "op:S x:T alpha:F=0.0 beta:F=0.0"),
     "binary": ("ts_binary", "op:S a:T b:T"),
+    "binary_typed": ("ts_binary_typed", "op:S a:T b:T dtype:D"),
     "bitwise": ("ts_bitwise", "op:S a:T b:T?=None dtype:D='i32'"),
     "layer_norm": ("ts_layer_norm", "x:T weight:T bias:T ndims:I=1 eps:F=1e-05"),
     "random_uniform": ("ts_random_uniform", "like:T"),
@@ -115,6 +117,7 @@ OPS = {
     "reduce_sum": ("ts_reduce_sum", "x:T axes:NI keepdim:I=0"),
     "reduce_mean": ("ts_reduce_mean", "x:T axes:NI keepdim:I=0"),
     "reduce_max": ("ts_reduce_max", "x:T axes:NI keepdim:I=0"),
+    "reduce_int": ("ts_reduce_int", "op:S x:T axes:NI keepdim:I=0"),
     "cross_entropy_ignore": ("ts_cross_entropy_ignore",
                              "logits:T labels:T ignore_index:I32=-100"),
     "stop_gradient": ("ts_stop_gradient", "x:T"),
@@ -201,6 +204,10 @@ OP_DOCS = {
             "Between f32, i32 and i64 as torch's .to(): floats toward zero (NaN 0, beyond the range "
             "its nearest end), int64 to int32 wrapped, integers to float rounded; to \"bool\" True where "
             "non-zero (NaN too), from bool 1 or 0; no gradient.",
+    "cast_typed": "cast of an int32 or int64 tensor whose values are of the integer type `from_dtype` "
+                  "(int8 to int64, uint8 to uint64; uint32 and uint64 are held in int64): from \"u64\" "
+                  "to a float the bits are read as the unsigned value (2**64-1 is 1.8446744e19); every "
+                  "other cast is cast's. No gradient.",
     "cumsum": "The running sum of an int32 or int64 tensor along `axis`, exactly (wrapping as the type "
               "does); exclusive leaves each element out of its own sum, reverse sums from the end "
               "(ONNX's CumSum). No gradient.",
@@ -227,6 +234,12 @@ OP_DOCS = {
               "type, wrapping as it does: Add, Sub, Mul, Div (toward zero, ONNX's), FloorDiv (torch's "
               "//), Mod, FMod, Min, Max, and the comparisons (bool out); a division by 0 "
               "gives 0 (numpy's). No gradient.",
+    "binary_typed": "binary's integer ops on two int32 or two int64 tensors whose values are of the "
+                    "integer type `dtype` (int8 to int64, uint8 to uint64; uint32 and uint64 values are "
+                    "held in int64, a uint64 as its bits): Div, FloorDiv, Mod, FMod, Min, Max and the "
+                    "comparisons read a uint64 unsigned (2**64-1 is above 1), Abs of an unsigned type is "
+                    "the value, and the arithmetic wraps to the type (uint32 4294967295 + 1 is 0). No "
+                    "gradient.",
     "bitwise": "The bitwise op named `op` on int32 tensors, computed in the integer `dtype` (the "
                "values' type: int8 to int64, uint8 to uint64) and wrapped to its width: And, Or, "
                "Xor, Not (of a; b None), ShiftLeft, ShiftRight (a by b bits, arithmetic for a "
@@ -249,6 +262,10 @@ OP_DOCS = {
     "reduce_mean": "The mean over `axes` (keepdim=1 keeps them as size 1).",
     "reduce_max": "The maximum over `axes` (keepdim=1 keeps them as size 1); its gradient goes "
                   "to every element equal to the maximum.",
+    "reduce_int": "The reduction `op` (Sum, Mean, Max, Min, Prod, SumSquare, L1) of an int32 or "
+                  "int64 tensor over `axes`, exactly in its dtype (wrapping as numpy's int64 does; "
+                  "Mean the exact mean toward zero); no gradient. reduce_sum, reduce_mean and "
+                  "reduce_max of an integer tensor are its Sum, Mean and Max.",
     "cross_entropy_ignore": "cross_entropy over logits [N, ..., V] and labels [N, ...], where "
                             "labels equal to ignore_index count neither in the loss nor in the mean.",
 }
@@ -776,7 +793,8 @@ class Graph:
         a negative pad crops); `mode` "constant" (filled with `value`),
         "reflect" (mirrored without repeating the edge), "edge" (the edge
         repeated) or "wrap". Each element's gradient sums the outputs that
-        read it."""
+        read it. An int32, int64 or bool x keeps its dtype and values, its
+        constant border 0 (pad x - v and add v back for another)."""
         if not isinstance(x, Tensor):
             raise TypeError(f"pad: expected a tensorscope Tensor, got {type(x).__name__}")
         if mode not in self._PAD_MODES:

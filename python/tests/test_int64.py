@@ -1,8 +1,9 @@
 """int64 graph tensors from Python: fed and returned as numpy int64, every
 value exact (beyond 2^31 and 2^53, the ends of int64), through the integer
 ops (casts, to the narrow integer types too, arithmetic with ONNX's and
-torch's divisions, comparisons, running sums, the bitwise ops) and the
-ops that move values, each against numpy."""
+torch's divisions, comparisons, running sums, the bitwise ops, the
+reductions) and the ops that move values (pad and gather_elements too),
+each against numpy."""
 import numpy as np
 import pytest
 
@@ -89,6 +90,38 @@ def test_moves_keep_every_bit():
     np.testing.assert_array_equal(got[4], BIG.reshape(-1)[idx])
 
 
+def test_pad_gather_elements_keep_every_bit():
+    idx = np.array([[3, 0], [-1, 2]], np.int32)
+
+    def build(g, x):
+        return [g.pad(x, [1, 2, 0, 1]), g.pad(x, [0, 1, 1, 2], "reflect"), g.pad(x, [1, 0, 1, 1], "edge"),
+                g.gather_elements(x, g.constant("gi", idx), 1)]
+    got = run(build, BIG)
+
+    def np_pad(pads, mode="constant"):  # ONNX's pads (the befores, then the afters) as numpy's pairs
+        return np.pad(BIG, [(pads[d], pads[2 + d]) for d in range(2)], mode)
+    np.testing.assert_array_equal(got[0], np_pad([1, 2, 0, 1]))  # constant 0
+    np.testing.assert_array_equal(got[1], np_pad([0, 1, 1, 2], "reflect"))
+    np.testing.assert_array_equal(got[2], np_pad([1, 0, 1, 1], "edge"))
+    np.testing.assert_array_equal(got[3], np.take_along_axis(BIG, np.where(idx < 0, idx + 4, idx), 1))
+    with pytest.raises(ts.TensorscopeError, match="pad x - v and add v"):
+        g = ts.Graph()
+        g.pad(g.input("x", "i64", [2, 4]), [1, 1, 1, 1], value=5.0)
+
+
+@pytest.mark.parametrize("op", ["Sum", "Prod", "Max", "Min", "SumSquare", "L1", "Mean"])
+def test_integer_reductions_against_numpy(op):
+    def exact(v):  # numpy's int64 (wrapping), the mean exact and toward zero
+        with np.errstate(over="ignore"):
+            if op == "Mean":
+                return np.array([int(abs(s) // len(r)) * (1 if s >= 0 else -1) for r in v for s in [sum(int(e) for e in r)]], np.int64)
+            return {"Sum": v.sum(1), "Prod": v.prod(1), "Max": v.max(1), "Min": v.min(1), "SumSquare": (v * v).sum(1),
+                    "L1": np.abs(v).sum(1)}[op]
+    got, = run(lambda g, x: g.reduce_int(op, x, [1]), BIG)
+    assert got.dtype == np.int64
+    np.testing.assert_array_equal(got, exact(BIG))
+
+
 def test_casts_as_torch():
     f = np.array([[3.9, -3.9, 5e9, np.nan]], np.float32)
     g = ts.Graph()
@@ -141,3 +174,28 @@ def test_mixed_widths_and_unsigned_overflow_are_refused():
     m.compile()
     with pytest.raises(ts.TensorscopeError, match="2\\^63-1"):
         m(np.array([1, 2**63], np.uint64))
+
+
+@pytest.mark.skipif(not has("ts_binary_typed"), reason="this library has no unsigned integer ops")
+def test_unsigned_inputs_and_ops_against_numpy():
+    u = np.array([2**64 - 1, 2**63 + 5, 2**63, 7], np.uint64)
+    v = np.array([2, 2**63 + 6, 3, 2**64 - 1], np.uint64)
+    p = np.array([4294967295, 2**31, 0, 9], np.uint32)
+    q = np.array([1, 2**31, 5, 4294967295], np.uint32)
+    got = run(lambda g, a, b, c, d: [g.binary_typed("Div", a, b, "u64"), g.binary_typed("Mod", a, b, "u64"),
+                                     g.binary_typed("Less", a, b, "u64"), g.binary_typed("Max", a, b, "u64"),
+                                     g.cast_typed(a, "u64", "f32"), g.binary_typed("Add", c, d, "u32"),
+                                     g.binary_typed("Greater", c, d, "u32"), a], u, v, p, q)
+    with np.errstate(over="ignore"):
+        want = [u // v, u % v, u < v, np.maximum(u, v), u.astype(np.float32), p + q, p > q, u]
+    for w, o in zip(want, got[:4]):
+        np.testing.assert_array_equal(o.view(np.uint64) if o.dtype == np.int64 else o, w)
+    np.testing.assert_array_equal(got[4], want[4])  # 2**64-1 as 1.8446744e19, not -1
+    assert got[5].dtype == np.int64  # uint32 values are held in int64
+    np.testing.assert_array_equal(got[5], want[5].astype(np.int64))  # wrapped mod 2**32: 4294967295 + 1 is 0
+    np.testing.assert_array_equal(got[6], want[6])
+    assert got[7].dtype == np.uint64 and np.array_equal(got[7], u)  # a u64 input comes back as its values
+    with pytest.raises(ts.TensorscopeError, match="u32"):
+        g = ts.Graph()
+        x = g.input("x", "u32", [2])
+        ts.inference_model(g, ts.Options(), outputs=[g.binary_typed("Add", x, x, "u32")])(np.array([-1, 0], np.int64))

@@ -350,6 +350,16 @@ TS_EW int64_t ts_float_to_int(float x, int bits) {
     return (int64_t)v;
 }
 
+/* x toward zero as the integer type `type` holds it (TS_OP_CONVERT from
+ * f32): in int32 for TS_I32 (saturated), else in int64 and wrapped to the
+ * type (ts_int_as_type); a uint64 takes [2^63, 2^64) as those values'
+ * bits, and 2^64 and beyond as 2^64-1 */
+TS_EW int64_t ts_float_to_type(float x, int type) {
+    if (type == TS_U64 && (double)x >= 9223372036854775808.0)
+        return (double)x >= 18446744073709551616.0 ? -1 : (int64_t)(uint64_t)(double)x;
+    return ts_int_as_type(type, ts_float_to_int(x, type == TS_I32 ? 32 : 64));
+}
+
 /* An index from a float or an i64 (TS_OP_CONVERT's attr[1]): i32,
  * saturated, NaN INT32_MIN (outside every range, for the run's check) */
 TS_EW int32_t ts_index_of_float(float x) { return x == x ? (int32_t)ts_float_to_int(x, 32) : INT32_MIN; }

@@ -152,7 +152,7 @@ static inline bool block_fast(const float *x, int64_t n, float c, block_sums *b)
             fs += (d0 + d1) + (d2 + d3);
             mn = TS_VMIN(TS_VMIN(TS_VMIN(v0, v1), TS_VMIN(v2, v3)), mn);
             mx = TS_VMAX(TS_VMAX(TS_VMAX(v0, v1), TS_VMAX(v2, v3)), mx);
-            z += ((v0 == 0.0f) + (v1 == 0.0f)) + ((v2 == 0.0f) + (v3 == 0.0f)); /* true is -1 */
+            z += (ts_vzero(v0) + ts_vzero(v1)) + (ts_vzero(v2) + ts_vzero(v3)); /* true is -1 */
         }
         ts_vfloat fq = (q0 + q1) + (q2 + q3);
         ts_vfloat4 hs[V / 4], hq[V / 4];

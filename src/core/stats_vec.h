@@ -24,6 +24,7 @@
 #endif
 typedef float ts_vfloat __attribute__((vector_size(4 * TS_STATS_VEC)));
 typedef int32_t ts_vint __attribute__((vector_size(4 * TS_STATS_VEC)));
+typedef uint32_t ts_vuint __attribute__((vector_size(4 * TS_STATS_VEC)));
 typedef float ts_vfloat4 __attribute__((vector_size(16)));
 typedef double ts_vdouble4 __attribute__((vector_size(32)));
 
@@ -62,11 +63,21 @@ static inline ts_vfloat ts_vsqrt_lanes(ts_vfloat a) {
 #define TS_VSQRT(a) ts_vsqrt_lanes(a)
 #endif
 
+/* -1 in the lanes of v that are +0 or -0, else 0: twice the bits is 0
+ * for those alone, and an integer compare runs on any of the vector
+ * pipes, where a float compare competes with the sums' additions and the
+ * min and max (AMD Zen 3: two pipes for those, four for integer work). */
+static inline ts_vint ts_vzero(ts_vfloat v) {
+    ts_vuint u = (ts_vuint)v;
+    return u + u == 0;
+}
+
 /* One tensor's sums, lane by lane, while a kernel computes it: d = x - c
  * and d^2 summed in float over a run of at most TS_VACC_RUN vectors, then
  * in double; min and max of x; the zeros (counted down: true is -1).
  * Vectors come two at a time where they can (ts_vacc_add2: a lane's float
- * chain is then 32 long, the error of block_fast's runs; a run any longer
+ * chain is then 32 long, the error of block_fast's runs; ts_vacc_add2_fma:
+ * its squares' chain 64 multiply-adds, each rounded once; a run any longer
  * fails test_watch's 1e-7 on the std, any shorter costs the step a few
  * points of overhead in the run's bookkeeping). A run with NaN or Inf is
  * dropped whole (ts_vacc_run_end), and the caller summarises its values
@@ -110,6 +121,22 @@ static inline void ts_vacc_add2(ts_vacc *a, ts_vfloat v0, ts_vfloat v1, ts_vfloa
     ts_vfloat d0 = v0 - c, d1 = v1 - c;
     a->s += d0 + d1;
     a->q += TS_VFMA(d1, d1, d0 * d0);
+    a->mn = TS_VMIN(TS_VMIN(v0, v1), a->mn);
+    a->mx = TS_VMAX(TS_VMAX(v0, v1), a->mx);
+    a->z += (v0 == 0.0f) + (v1 == 0.0f);
+}
+
+/* The same with the squares going straight into q by two multiply-adds,
+ * which run on the multiply pipes: on AMD Zen 3 the additions, min, max
+ * and float compares share two other pipes, the bottleneck of the plain
+ * SGD and Adam updates with their summaries (the MLP's fc1 SGD step with
+ * both summaries: 72 to 69 us; Adam's 171 to 168). A chain of TS_VACC_RUN
+ * products a lane, each rounded once. SGD with momentum keeps the tree:
+ * its loop, one state array more, was 16% slower this way. */
+static inline void ts_vacc_add2_fma(ts_vacc *a, ts_vfloat v0, ts_vfloat v1, ts_vfloat c) {
+    ts_vfloat d0 = v0 - c, d1 = v1 - c;
+    a->s += d0 + d1;
+    a->q = TS_VFMA(d1, d1, TS_VFMA(d0, d0, a->q));
     a->mn = TS_VMIN(TS_VMIN(v0, v1), a->mn);
     a->mx = TS_VMAX(TS_VMAX(v0, v1), a->mx);
     a->z += (v0 == 0.0f) + (v1 == 0.0f);

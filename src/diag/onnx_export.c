@@ -30,7 +30,10 @@ typedef TensorscopeOnnx__AttributeProto Attr;
 
 #define OX_DOMAIN "ai.tensorscope"
 #define OX_OPSET 17 /* LayerNormalization's */
-enum { ONNX_FLOAT = 1, ONNX_INT32 = 6, ONNX_INT64 = 7, ONNX_BOOL = 9, ONNX_FLOAT16 = 10, ONNX_BFLOAT16 = 16 };
+enum {
+    ONNX_FLOAT = 1, ONNX_UINT8 = 2, ONNX_INT8 = 3, ONNX_UINT16 = 4, ONNX_INT16 = 5, ONNX_INT32 = 6, ONNX_INT64 = 7, ONNX_BOOL = 9,
+    ONNX_FLOAT16 = 10, ONNX_UINT32 = 12, ONNX_UINT64 = 13, ONNX_BFLOAT16 = 16
+};
 
 /* A growing array of pointers. */
 typedef struct ptrs {
@@ -177,7 +180,23 @@ static void attr_fs(ox *x, Node *nd, const char *name, int n, const float *v) {
 
 /* ---- initializers and value infos */
 
-static int onnx_type(ts_dtype d) { return d == TS_I32 ? ONNX_INT32 : d == TS_I64 ? ONNX_INT64 : ONNX_FLOAT; }
+/* The ONNX type of a tensor of dtype d (bool tensors are ONNX's bool, though
+ * their cells hold 1.0 and 0.0), or of the integer types values are
+ * declared of (ts_binary_typed, ts_cast) */
+static int onnx_type(ts_dtype d) {
+    switch (d) {
+    case TS_I32: return ONNX_INT32;
+    case TS_I64: return ONNX_INT64;
+    case TS_BOOL: return ONNX_BOOL;
+    case TS_I8: return ONNX_INT8;
+    case TS_I16: return ONNX_INT16;
+    case TS_U8: return ONNX_UINT8;
+    case TS_U16: return ONNX_UINT16;
+    case TS_U32: return ONNX_UINT32;
+    case TS_U64: return ONNX_UINT64;
+    default: return ONNX_FLOAT;
+    }
+}
 
 /* An initializer over `bytes` (not copied: they outlive the packing). */
 static Tensor *init(ox *x, const char *name, int type, const ts_shape *s, const void *bytes, size_t n) {
@@ -256,15 +275,73 @@ static Node *own_forward(ox *x, const ts_tensor *t) {
     return nd;
 }
 
-/* y = op(inputs as bool) as f32: ONNX's logical ops and predicates give bool. */
+/* y = op(inputs as bool) as f32 (CastInt's integers). */
 static void as_float(ox *x, Node *nd, const char *y) {
     if (nd) attr_i(x, op1(x, "Cast", y, nd->output[0]), "to", ONNX_FLOAT);
 }
 
+/* Input j of `owner`, a, as ONNX's bool: a bool tensor as it is, an f32
+ * one non-zero (And, Or, Xor, Not and Where read f32 so). */
 static const char *to_bool(ox *x, const char *a, const char *owner, int j) {
+    const ts_tensor *t = ts_graph_find(x->g, a);
+    if (t && t->dtype == TS_BOOL) return a;
     const char *b = strf(x, "%s/bool%d", owner, j);
     attr_i(x, op1(x, "Cast", b, a), "to", ONNX_BOOL);
     return b;
+}
+
+/* Input j of `owner`, a, as ONNX's float where it is bool (ONNX's Less
+ * and Greater take no bools; false is below true). */
+static const char *bool_as_float(ox *x, const char *a, const char *owner, int j) {
+    const ts_tensor *t = ts_graph_find(x->g, a);
+    if (!t || t->dtype != TS_BOOL) return a;
+    const char *f = strf(x, "%s/float%d", owner, j);
+    attr_i(x, op1(x, "Cast", f, a), "to", ONNX_FLOAT);
+    return f;
+}
+
+/* Cast a to `type` (an ONNX type) as `name`; a where it is that type */
+static const char *cast_to(ox *x, const char *name, const char *a, int type) {
+    attr_i(x, op1(x, "Cast", name, a), "to", type);
+    return name;
+}
+
+/* An integer op (TS_OP_INT_ARITH) as ONNX's: computed in its declared
+ * type (attr[1]: a uint64's bits as ONNX's uint64; a narrower type
+ * wrapped by a Cast to it), the result in the tensor's dtype. FloorDiv
+ * has no ONNX op: our own. */
+static void int_arith(ox *x, const ts_tensor *t, const char *y, const char *a, const char *b) {
+    static const char *const ops[TS_INT_COUNT] = {"Add", "Sub", "Mul", "Div", NULL, "Mod", "Mod", "Min", "Max", "Equal", "Less",
+                                                  "LessOrEqual", "Greater", "GreaterOrEqual", "Neg", "Abs"};
+    int kind = (int)t->attr[0];
+    ts_dtype type = (ts_dtype)t->attr[1], held = x->g->t[t->in[0]]->dtype;
+    bool compare = kind >= TS_INT_EQUAL && kind <= TS_INT_GREATER_EQUAL, unary = kind == TS_INT_NEG || kind == TS_INT_ABS;
+    if (kind < 0 || kind >= TS_INT_COUNT || !ops[kind]) {
+        own_forward(x, t);
+        return;
+    }
+    bool uns = type == TS_U64 && !unary && kind > TS_INT_MUL && kind != TS_INT_EQUAL; /* the others are the same bits */
+    if (uns) a = cast_to(x, strf(x, "%s/a_u64", y), a, ONNX_UINT64), b = cast_to(x, strf(x, "%s/b_u64", y), b, ONNX_UINT64);
+    bool wrap = !compare && type != held && (type == TS_I8 || type == TS_I16 || type == TS_I32 || type == TS_U8 || type == TS_U16 || type == TS_U32);
+    const char *r = uns || wrap ? strf(x, "%s/%s", y, ops[kind]) : y;
+    Node *nd = unary ? op1(x, ops[kind], r, a) : op2(x, ops[kind], r, a, b);
+    if (kind == TS_INT_FMOD) attr_i(x, nd, "fmod", 1);
+    if (wrap) r = cast_to(x, strf(x, "%s/wrapped", y), r, onnx_type(type));
+    if (r != y) cast_to(x, y, r, compare ? ONNX_BOOL : onnx_type(t->dtype));
+}
+
+/* A Convert (TS_OP_CONVERT) as ONNX's Cast: to the declared type attr[0]
+ * (wrapping), then to the dtype it is held in; from a uint64's bits
+ * (attr[2]) through ONNX's uint64; indices (attr[1]) to int32. */
+static void convert(ox *x, const ts_tensor *t, const char *y, const char *a) {
+    ts_dtype to = (ts_dtype)t->attr[0], from = (ts_dtype)t->attr[2];
+    if (t->attr[1]) { /* indices: toward zero in int32 */
+        cast_to(x, y, a, ONNX_INT32);
+        return;
+    }
+    if (from == TS_U64) a = cast_to(x, strf(x, "%s/u64", y), a, ONNX_UINT64);
+    if (to != t->dtype && to != TS_F32 && to != TS_BOOL) a = cast_to(x, strf(x, "%s/%s", y, ts_dtype_name(to)), a, onnx_type(to));
+    cast_to(x, y, a, onnx_type(t->dtype));
 }
 
 /* The permutation that moves the last two dims of a rank-n tensor. */
@@ -357,23 +434,25 @@ static void forward(ox *x, const ts_tensor *t) {
         op2(x, "Mul", y, h, one);
         break;
     }
-    case TS_OP_EQUAL: as_float(x, op2(x, "Equal", strf(x, "%s/bool", y), a, b), y); break;
-    case TS_OP_GREATER: as_float(x, op2(x, "Greater", strf(x, "%s/bool", y), a, b), y); break;
-    case TS_OP_GREATER_EQUAL: as_float(x, op2(x, "GreaterOrEqual", strf(x, "%s/bool", y), a, b), y); break;
-    case TS_OP_LESS: as_float(x, op2(x, "Less", strf(x, "%s/bool", y), a, b), y); break;
-    case TS_OP_LESS_EQUAL: as_float(x, op2(x, "LessOrEqual", strf(x, "%s/bool", y), a, b), y); break;
-    case TS_OP_AND: as_float(x, op2(x, "And", strf(x, "%s/bool", y), to_bool(x, a, y, 0), to_bool(x, b, y, 1)), y); break;
-    case TS_OP_OR: as_float(x, op2(x, "Or", strf(x, "%s/bool", y), to_bool(x, a, y, 0), to_bool(x, b, y, 1)), y); break;
-    case TS_OP_XOR: as_float(x, op2(x, "Xor", strf(x, "%s/bool", y), to_bool(x, a, y, 0), to_bool(x, b, y, 1)), y); break;
-    case TS_OP_NOT: as_float(x, op1(x, "Not", strf(x, "%s/bool", y), to_bool(x, a, y, 0)), y); break;
-    case TS_OP_CAST_BOOL: as_float(x, op1(x, "Identity", strf(x, "%s/bool", y), to_bool(x, a, y, 0)), y); break;
-    case TS_OP_ISNAN: as_float(x, op1(x, "IsNaN", strf(x, "%s/bool", y), a), y); break;
+    /* the comparisons, logical ops and predicates give ONNX's bool, as their tensors are bool */
+    case TS_OP_EQUAL: op2(x, "Equal", y, a, b); break;
+    case TS_OP_GREATER: op2(x, "Greater", y, bool_as_float(x, a, y, 0), bool_as_float(x, b, y, 1)); break;
+    case TS_OP_GREATER_EQUAL: op2(x, "GreaterOrEqual", y, bool_as_float(x, a, y, 0), bool_as_float(x, b, y, 1)); break;
+    case TS_OP_LESS: op2(x, "Less", y, bool_as_float(x, a, y, 0), bool_as_float(x, b, y, 1)); break;
+    case TS_OP_LESS_EQUAL: op2(x, "LessOrEqual", y, bool_as_float(x, a, y, 0), bool_as_float(x, b, y, 1)); break;
+    case TS_OP_AND: op2(x, "And", y, to_bool(x, a, y, 0), to_bool(x, b, y, 1)); break;
+    case TS_OP_OR: op2(x, "Or", y, to_bool(x, a, y, 0), to_bool(x, b, y, 1)); break;
+    case TS_OP_XOR: op2(x, "Xor", y, to_bool(x, a, y, 0), to_bool(x, b, y, 1)); break;
+    case TS_OP_NOT: op1(x, "Not", y, to_bool(x, a, y, 0)); break;
+    case TS_OP_CAST_BOOL: cast_to(x, y, a, ONNX_BOOL); break;
+    case TS_OP_ISNAN: op1(x, "IsNaN", y, a); break;
     case TS_OP_ISINF:
-        nd = op1(x, "IsInf", strf(x, "%s/bool", y), a);
+        nd = op1(x, "IsInf", y, a);
         attr_i(x, nd, "detect_positive", t->fattr[0] != 0.0f);
         attr_i(x, nd, "detect_negative", t->fattr[1] != 0.0f);
-        as_float(x, nd, y);
         break;
+    case TS_OP_INT_ARITH: int_arith(x, t, y, a, b); break;
+    case TS_OP_CONVERT: convert(x, t, y, a); break;
     case TS_OP_CAST_INT: /* toward zero */
         attr_i(x, nd = op1(x, "Cast", strf(x, "%s/int", y), a), "to", ONNX_INT32);
         as_float(x, nd, y);
@@ -1181,10 +1260,18 @@ static void set_doc(ox *x, const char *what, const ts_tensor *t) {
     x->doc = strf(x, "%s of %s (%s), built at %s", what, t->name, ts_op_get(t->op)->name, ts_tensor_where(t, where, sizeof where));
 }
 
+/* An input, or an initializer of the values a leaf holds (a bool one's
+ * 1.0 and 0.0 cells as ONNX's bytes). A uint32 or uint64 input (held in
+ * i64) is ONNX's int64 tensor of the same values or bits. */
 static void leaf(ox *x, const ts_tensor *t) {
     const ts_shape *s = shape_of(x, t->id);
+    int64_t n = ts_shape_numel(s);
     if (t->op == TS_OP_INPUT) push(x, &x->inputs, value(x, t->name, onnx_type(t->dtype), s));
-    else init(x, t->name, onnx_type(t->dtype), s, t->value, 4 * (size_t)(ts_shape_numel(s) * ts_dtype_cells(t->dtype)));
+    else if (t->dtype == TS_BOOL) {
+        uint8_t *b = ox_new(x, (size_t)(n ? n : 1));
+        for (int64_t i = 0; b && i < n; i++) b[i] = t->value[i] != 0.0f;
+        if (b) init(x, t->name, ONNX_BOOL, s, b, (size_t)n);
+    } else init(x, t->name, onnx_type(t->dtype), s, t->value, 4 * (size_t)(n * ts_dtype_cells(t->dtype)));
 }
 
 static ts_status build(ox *x, TensorscopeOnnx__ModelProto *mp, TensorscopeOnnx__GraphProto *gp) {

@@ -355,12 +355,14 @@ static ts_tensor *add_leaf(ts_graph *g, ts_op op, const char *name, ts_dtype dty
     }
     if (ts_shape_numel(&s) > TS_MAX_NUMEL)
         return ts_graph_fail(g, TS_ERR_SHAPE, "%s '%s' has more than 2^34 elements", what, name);
-    bool ints = op == TS_OP_INPUT || op == TS_OP_CONST;
-    if (dtype != TS_F32 && !(ints && (dtype == TS_I32 || dtype == TS_I64 || dtype == TS_BOOL)))
-        return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "%s '%s': dtype must be f32%s", what, name, ints ? ", i32, i64 or bool" : "");
+    bool ints = op == TS_OP_INPUT || op == TS_OP_CONST, uns = op == TS_OP_INPUT && (dtype == TS_U32 || dtype == TS_U64);
+    if (dtype != TS_F32 && !uns && !(ints && (dtype == TS_I32 || dtype == TS_I64 || dtype == TS_BOOL)))
+        return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "%s '%s': dtype must be f32%s", what, name,
+                             op == TS_OP_INPUT ? ", i32, i64, u32, u64 or bool" : ints ? ", i32, i64 or bool" : "");
     ts_tensor *t = add_node(g, op, NULL, NULL, name, set_shape, &s);
     if (!t) return NULL;
-    t->dtype = dtype;
+    t->dtype = uns ? TS_I64 : dtype; /* uint32 and uint64 values are held in i64 (a uint64 as its bits) */
+    if (uns) t->feed_dtype = dtype, t->typed = true, t->out_dtype = dtype;
     if (ts_op_holds_value(op)) {
         t->value = ts_calloc((size_t)(ts_shape_numel(&s) * ts_dtype_cells(dtype)), sizeof(float));
         if (!t->value) return ts_graph_fail(g, TS_ERR_OUT_OF_MEMORY, "out of memory for parameter '%s'", name);

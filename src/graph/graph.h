@@ -131,9 +131,12 @@ typedef enum ts_op {
     TS_OP_CONVERT,      /* x's values as attr[0]'s dtype (f32, i32, i64; i8, i16, u8, u16 held in i32, u32, u64 in i64: wrapped, ts_int_as_type; bool):
                          * floats toward zero (saturated, NaN 0), i64 to i32 wrapped, as PyTorch's .to();
                          * to bool: 1 where non-zero (NaN included), from bool: 1 or 0;
-                         * attr[1] = 1: indices (i32 out, saturated, NaN INT32_MIN: one out of int32 stays out of any range, for the run's check) */
-    TS_OP_INT_ARITH,    /* in: a, b of one integer dtype (broadcast; Neg and Abs read a); attr[0]: the ts_int_kind; out: a's dtype, bool for the comparisons */
+                         * attr[1] = 1: indices (i32 out, saturated, NaN INT32_MIN: one out of int32 stays out of any range, for the run's check);
+                         * attr[2]: the declared type of x's values (TS_U64: its bits read unsigned to f32, ts_int_to_float; else 0) */
+    TS_OP_INT_ARITH,    /* in: a, b of one integer dtype (broadcast; Neg and Abs read a); attr[0]: the ts_int_kind, attr[1]: the declared
+                         * integer type computed in (ts_int_arith_in); out: a's dtype, bool for the comparisons */
     TS_OP_INT_CUMSUM,   /* in: x i32 or i64; attr[0]: the axis, attr[1]: exclusive, attr[2]: reverse */
+    TS_OP_INT_REDUCE,   /* in: x i32 or i64; attr[0]: the axes (bit d: dim d), attr[1]: keepdim, attr[2]: the ts_int_reduce_kind; out: x's dtype */
     TS_OP_COUNT
 } ts_op;
 
@@ -145,6 +148,14 @@ typedef enum ts_int_kind {
     TS_INT_ADD, TS_INT_SUB, TS_INT_MUL, TS_INT_DIV, TS_INT_FLOOR_DIV, TS_INT_MOD, TS_INT_FMOD, TS_INT_MIN, TS_INT_MAX,
     TS_INT_EQUAL, TS_INT_LESS, TS_INT_LESS_EQUAL, TS_INT_GREATER, TS_INT_GREATER_EQUAL, TS_INT_NEG, TS_INT_ABS, TS_INT_COUNT
 } ts_int_kind;
+
+/* TS_OP_INT_REDUCE's attr[2] (ts_reduce_int's names, in this order):
+ * computed in int64, sums and products wrapping, the result wrapped to
+ * the tensor's width; Mean the exact mean truncated toward zero
+ * (graph/int_math.h) */
+typedef enum ts_int_reduce_kind {
+    TS_INT_RED_SUM, TS_INT_RED_MEAN, TS_INT_RED_MAX, TS_INT_RED_MIN, TS_INT_RED_PROD, TS_INT_RED_SUM_SQUARE, TS_INT_RED_L1, TS_INT_RED_COUNT
+} ts_int_reduce_kind;
 
 /* TS_OP_BITWISE's attr[0] (ts_bitwise's op names, in this order) */
 typedef enum ts_bitwise_kind {
@@ -178,6 +189,7 @@ struct ts_tensor {
     ts_dtype grid;
     bool typed;         /* anchored values are returned as out_dtype (ts_tensor_set_output_dtype) */
     ts_dtype out_dtype;
+    ts_dtype feed_dtype; /* an input's values' type where it is not its dtype: TS_U32, TS_U64 (held in i64), else TS_F32 */
     int onnx_type;      /* ONNX's low-precision type (core/lowbits.h) an import declared for this output, held in f32; 0: none */
     /* parameters: not updated (ts_param_set_trainable), and the settings
      * they are updated with when has_opt (ts_param_set_optimizer) */
@@ -278,6 +290,12 @@ typedef struct ts_node_attrs {
  * ts_graph_add_node: every builder that only sets attributes makes its
  * node with it. NULL on error (sticky). */
 ts_tensor *ts_graph_node(ts_graph *g, ts_op op, const ts_tensor *const *ins, int n, const ts_node_attrs *a);
+
+/* TS_U32 or TS_U64 for an input of that type (ts_input: held in i64, its
+ * values fed in the type's range, a uint64's as its bits); else 0 */
+static inline ts_dtype ts_input_unsigned(const ts_tensor *t) {
+    return t->op == TS_OP_INPUT && (t->feed_dtype == TS_U32 || t->feed_dtype == TS_U64) ? t->feed_dtype : (ts_dtype)0;
+}
 
 /* x (f32 values the graph computed, or i64) as i32 indices for a gather
  * or a loss: toward zero, saturated (NaN: INT32_MIN), so that one outside

@@ -63,10 +63,30 @@ static void set_int_node(ts_tensor *t, const void *arg) {
     t->dtype = (ts_dtype)a[3];
 }
 
+/* Whether `type` is an integer type values can be declared of (i8 to
+ * u64), as ts_bitwise, ts_binary_typed and ts_cast_typed take it; else an
+ * error that says which. On i32 tensors a uint32 or uint64 is refused:
+ * their values are held in i64 (ts_cast to TS_U32, TS_U64). */
+static bool declared_type(ts_graph *g, const char *what, ts_dtype type, const ts_tensor *x) {
+    bool uns = type == TS_U8 || type == TS_U16 || type == TS_U32 || type == TS_U64;
+    if (!uns && type != TS_I8 && type != TS_I16 && type != TS_I32 && type != TS_I64) {
+        ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "%s: type %s is no integer type; give the values' declared type (i8, i16, i32, i64, u8, "
+                      "u16, u32 or u64)", what, ts_dtype_name(type));
+        return false;
+    }
+    if (x && x->dtype == TS_I32 && (type == TS_U32 || type == TS_U64)) {
+        ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "%s: '%s' is i32, which holds no %s values; they are held in i64 (ts_cast the tensor to %s)",
+                      what, x->name, ts_dtype_name(type), ts_dtype_name(type));
+        return false;
+    }
+    return true;
+}
+
 /* The integer op `op` (int_kinds) of a, b (b: a for Neg and Abs), both of
- * one integer dtype; NULL where op is none of them (the caller's family
+ * one integer dtype, computed in the declared integer type `type` (a's
+ * dtype: as held); NULL where op is none of them (the caller's family
  * then says which names it has). */
-static ts_tensor *int_arith(ts_graph *g, const char *what, const char *op, ts_tensor *a, ts_tensor *b, bool unary_op) {
+static ts_tensor *int_arith(ts_graph *g, const char *what, const char *op, ts_tensor *a, ts_tensor *b, bool unary_op, ts_dtype type) {
     int kind = 0;
     while (kind < TS_INT_COUNT && (!op || strcmp(op, int_kinds[kind]) != 0)) kind++;
     bool unary_kind = kind == TS_INT_NEG || kind == TS_INT_ABS;
@@ -84,7 +104,7 @@ static ts_tensor *int_arith(ts_graph *g, const char *what, const char *op, ts_te
         return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "%s %s: '%s' is %s and '%s' is %s; convert one with ts_cast (integers of two widths "
                              "are not mixed silently)", what, op, a->name, ts_dtype_name(a->dtype), b->name, ts_dtype_name(b->dtype));
     bool compare = kind >= TS_INT_EQUAL && kind <= TS_INT_GREATER_EQUAL;
-    int64_t arg[4] = {kind, 0, 0, compare ? TS_BOOL : a->dtype};
+    int64_t arg[4] = {kind, type, 0, compare ? TS_BOOL : a->dtype};
     return ts_graph_add_node(g, TS_OP_INT_ARITH, (const ts_tensor *[]){a, b}, 2, NULL, set_int_node, arg);
 }
 
@@ -112,7 +132,7 @@ ts_tensor *ts_cumsum(ts_graph *g, ts_tensor *x, int axis, int exclusive, int rev
 }
 
 ts_tensor *ts_unary(ts_graph *g, const char *op, ts_tensor *x, float alpha, float beta) {
-    if (g && !g->sticky && is_int(x) && op && (strcmp(op, "Neg") == 0 || strcmp(op, "Abs") == 0)) return int_arith(g, "ts_unary", op, x, x, true);
+    if (g && !g->sticky && is_int(x) && op && (strcmp(op, "Neg") == 0 || strcmp(op, "Abs") == 0)) return int_arith(g, "ts_unary", op, x, x, true, x->dtype);
     ts_op o = family_op(g, "ts_unary", op, TS_OP_CEIL, TS_OP_CAST_INDEX);
     if (o == TS_OP_CAST_LOWBITS && (!ts_lowbits_is((int)alpha) || alpha != (float)(int)alpha || !(beta >= 0.0f && beta <= 7.0f) ||
                                     beta != (float)(int)beta))
@@ -126,9 +146,17 @@ ts_tensor *ts_unary(ts_graph *g, const char *op, ts_tensor *x, float alpha, floa
 }
 
 ts_tensor *ts_binary(ts_graph *g, const char *op, ts_tensor *a, ts_tensor *b) {
-    if (g && !g->sticky && is_int(a)) return int_arith(g, "ts_binary", op, a, b, false);
+    if (g && !g->sticky && is_int(a)) return int_arith(g, "ts_binary", op, a, b, false, a->dtype);
     ts_op o = family_op(g, "ts_binary", op, TS_OP_POWER, TS_OP_XOR);
     return o == TS_OP_COUNT ? NULL : node(g, o, 2, (const ts_tensor *[]){a, b}, NULL);
+}
+
+ts_tensor *ts_binary_typed(ts_graph *g, const char *op, ts_tensor *a, ts_tensor *b, ts_dtype type) {
+    if (!g || g->sticky) return NULL;
+    if (!is_int(a))
+        return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "ts_binary_typed %s: '%s' is %s; it takes integer tensors (i32 or i64; ts_binary "
+                             "takes the others)", op ? op : "(null)", a ? a->name : "(null)", a ? ts_dtype_name(a->dtype) : "none");
+    return declared_type(g, "ts_binary_typed", type, a) ? int_arith(g, "ts_binary_typed", op, a, b, false, type) : NULL;
 }
 
 ts_tensor *ts_bitwise(ts_graph *g, const char *op, ts_tensor *a, ts_tensor *b, ts_dtype type) {
@@ -140,9 +168,7 @@ ts_tensor *ts_bitwise(ts_graph *g, const char *op, ts_tensor *a, ts_tensor *b, t
         return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "ts_bitwise: '%s' is no bitwise op; use And, Or, Xor, Not, ShiftLeft or ShiftRight",
                              op ? op : "(null)");
     bool uns = type == TS_U8 || type == TS_U16 || type == TS_U32 || type == TS_U64;
-    if (!uns && type != TS_I8 && type != TS_I16 && type != TS_I32 && type != TS_I64)
-        return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "ts_bitwise: type %s is no integer type; give the values' declared type "
-                             "(i8, i16, i32, i64, u8, u16, u32 or u64)", ts_dtype_name(type));
+    if (!declared_type(g, "ts_bitwise", type, NULL)) return NULL;
     if ((kind == TS_BITWISE_NOT) != (b == NULL))
         return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "ts_bitwise: %s takes %s", op, kind == TS_BITWISE_NOT ? "one tensor (b NULL)" : "two tensors");
     if (!b) b = a;
@@ -208,6 +234,19 @@ ts_tensor *ts_cast(ts_graph *g, ts_tensor *x, ts_dtype dtype) {
     return ts_graph_cast_named(g, x, dtype, NULL);
 }
 
+ts_tensor *ts_cast_typed(ts_graph *g, ts_tensor *x, ts_dtype from, ts_dtype dtype) {
+    if (!g || g->sticky) return NULL;
+    if (!is_int(x))
+        return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "ts_cast_typed: '%s' is %s; it casts integer tensors (i32 or i64; ts_cast casts "
+                             "the others)", x ? x->name : "(null)", x ? ts_dtype_name(x->dtype) : "none");
+    if (!declared_type(g, "ts_cast_typed", from, x)) return NULL;
+    bool to_float = dtype == TS_F32 || dtype == TS_BF16 || dtype == TS_F16;
+    if (from != TS_U64 || !to_float) return ts_cast(g, x, dtype); /* the values as held are the values */
+    int64_t arg[4] = {TS_F32, 0, from, TS_F32}; /* a uint64's bits read unsigned */
+    ts_tensor *f = ts_graph_add_node(g, TS_OP_CONVERT, (const ts_tensor *[]){x}, 1, NULL, set_int_node, arg);
+    return dtype == TS_F32 || !f ? f : ts_cast(g, f, dtype);
+}
+
 ts_dtype ts_tensor_precision(const ts_tensor *t) { return t ? t->grid : TS_F32; }
 
 ts_tensor *ts_group_norm(ts_graph *g, ts_tensor *x, ts_tensor *weight, ts_tensor *bias, int groups, float eps) {
@@ -244,6 +283,10 @@ ts_tensor *ts_transpose(ts_graph *g, ts_tensor *x, int dim0, int dim1) {
 ts_tensor *ts_pad(ts_graph *g, ts_tensor *x, const int64_t *pads, ts_pad_mode mode, float value) {
     if (!g || g->sticky) return NULL;
     if (!x || !pads) return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "ts_pad: %s is NULL", x ? "pads" : "input (an earlier builder call failed?)");
+    /* an integer tensor's cells are moved as they are, the border's too: its constant is 0 */
+    if ((is_int(x) || x->dtype == TS_BOOL) && mode == TS_PAD_CONSTANT && value != 0.0f)
+        return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "ts_pad: '%s' is %s, whose constant border is 0, not %g (pad x - v and add v "
+                             "back with ts_binary: exact, as the integer type wraps)", x->name, ts_dtype_name(x->dtype), (double)value);
     attrs p = {.iparam = (int)mode, .fparam = value};
     for (int d = 0; d < x->shape.ndim; d++) {
         int64_t b = pads[d], e = pads[x->shape.ndim + d];
@@ -298,7 +341,11 @@ ts_tensor *ts_attention(ts_graph *g, ts_tensor *q, ts_tensor *k, ts_tensor *v, t
     return node(g, TS_OP_ATTENTION, unfused ? 5 : 4, (const ts_tensor *[]){q, k, v, mask, unfused}, &(attrs){.fattr = {scale}});
 }
 
-static ts_tensor *reduce(ts_graph *g, ts_op op, const char *what, ts_tensor *x, int n_axes, const int *axes, int keepdim) {
+static const char *const int_reduce_kinds[TS_INT_RED_COUNT] = {"Sum", "Mean", "Max", "Min", "Prod", "SumSquare", "L1"};
+
+/* op over the axes (bit d of the mask: dim d); an i32 or i64 x:
+ * TS_OP_INT_REDUCE of `kind` (ts_int_reduce_kind) */
+static ts_tensor *reduce(ts_graph *g, ts_op op, int kind, const char *what, ts_tensor *x, int n_axes, const int *axes, int keepdim) {
     if (!g || g->sticky) return NULL;
     if (n_axes < 1 || !axes) return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "%s: give at least one axis (ts_sum / ts_mean reduce everything)", what);
     int64_t mask = 0;
@@ -308,17 +355,34 @@ static ts_tensor *reduce(ts_graph *g, ts_op op, const char *what, ts_tensor *x, 
         if ((mask >> d) & 1) return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "%s: axis %d is given twice", what, axes[i]);
         mask |= (int64_t)1 << d;
     }
+    if (is_int(x)) {
+        int64_t arg[4] = {mask, keepdim != 0, kind, x->dtype};
+        return ts_graph_add_node(g, TS_OP_INT_REDUCE, (const ts_tensor *[]){x}, 1, NULL, set_int_node, arg);
+    }
+    if (op == TS_OP_COUNT)
+        return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "%s: '%s' is %s; %s reduces i32 and i64 tensors (ts_reduce_sum, ts_reduce_mean "
+                             "and ts_reduce_max take f32)", what, x->name, ts_dtype_name(x->dtype), what);
     return unary(g, op, x, &(attrs){.attr = {mask, keepdim != 0}});
 }
 
 ts_tensor *ts_reduce_sum(ts_graph *g, ts_tensor *x, int n, const int *axes, int keepdim) {
-    return reduce(g, TS_OP_REDUCE_SUM_AXES, "ts_reduce_sum", x, n, axes, keepdim);
+    return reduce(g, TS_OP_REDUCE_SUM_AXES, TS_INT_RED_SUM, "ts_reduce_sum", x, n, axes, keepdim);
 }
 ts_tensor *ts_reduce_mean(ts_graph *g, ts_tensor *x, int n, const int *axes, int keepdim) {
-    return reduce(g, TS_OP_REDUCE_MEAN_AXES, "ts_reduce_mean", x, n, axes, keepdim);
+    return reduce(g, TS_OP_REDUCE_MEAN_AXES, TS_INT_RED_MEAN, "ts_reduce_mean", x, n, axes, keepdim);
 }
 ts_tensor *ts_reduce_max(ts_graph *g, ts_tensor *x, int n, const int *axes, int keepdim) {
-    return reduce(g, TS_OP_REDUCE_MAX_AXES, "ts_reduce_max", x, n, axes, keepdim);
+    return reduce(g, TS_OP_REDUCE_MAX_AXES, TS_INT_RED_MAX, "ts_reduce_max", x, n, axes, keepdim);
+}
+ts_tensor *ts_reduce_int(ts_graph *g, const char *op, ts_tensor *x, int n, const int *axes, int keepdim) {
+    if (!g || g->sticky) return NULL;
+    int kind = 0;
+    while (kind < TS_INT_RED_COUNT && (!op || strcmp(op, int_reduce_kinds[kind]) != 0)) kind++;
+    if (kind == TS_INT_RED_COUNT)
+        return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "ts_reduce_int: '%s' is no integer reduction; use Sum, Mean, Max, Min, Prod, "
+                             "SumSquare or L1", op ? op : "(null)");
+    if (!x) return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "ts_reduce_int: input is NULL (an earlier builder call failed?)");
+    return reduce(g, TS_OP_COUNT, kind, "ts_reduce_int", x, n, axes, keepdim);
 }
 
 ts_tensor *ts_cross_entropy_ignore(ts_graph *g, ts_tensor *logits, ts_tensor *labels, int32_t ignore_index) {

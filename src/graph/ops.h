@@ -69,7 +69,8 @@ typedef struct ts_op_def {
     unsigned int_inputs;    /* bit j: input j is i32 (labels, indices) and gets no gradient */
     /* its data inputs (those not in int_inputs) may be i32 or i64 as well
      * as f32, all of one dtype: the op only moves their cells (a view, a
-     * permutation, a slice, a concatenation, a gather, a Where), and its
+     * permutation, a slice, a concatenation, a gather, a Where, a Pad
+     * whose constant border is 0), and its
      * output has their dtype (an integer output gets no gradient; an i64
      * one's 8-byte cells are moved as pairs of 4-byte ones: exec.c) */
     bool keeps_int;

@@ -195,8 +195,13 @@ static inline __attribute__((always_inline)) void step_loop(int kind, const ts_o
     for (; i + 2 * V <= end; i += 2 * V) {
         step_vec(kind, &k, sa, sb, p, gr, i, &g0, &w0, n0);
         step_vec(kind, &k, sa, sb, p, gr, i + V, &g1, &w1, n1);
-        if (ag) ts_vacc_add2(ag, g0, g1, cg);
-        if (ap) ts_vacc_add2(ap, w0, w1, cp);
+        if (kind == STEP_MOMENTUM) { /* see ts_vacc_add2_fma */
+            if (ag) ts_vacc_add2(ag, g0, g1, cg);
+            if (ap) ts_vacc_add2(ap, w0, w1, cp);
+        } else {
+            if (ag) ts_vacc_add2_fma(ag, g0, g1, cg);
+            if (ap) ts_vacc_add2_fma(ap, w0, w1, cp);
+        }
     }
     if (i < end) {
         step_vec(kind, &k, sa, sb, p, gr, i, &g0, &w0, n0);

@@ -610,6 +610,24 @@ static const char *standin_name(const char *name, char *buf, size_t cap) {
     return buf;
 }
 
+/* The declared integer type (uint32, int8, ...) an op that moves values
+ * keeps on an integer graph tensor, for the integer ops after it that
+ * compute in it (ts_binary_typed, ts_bitwise): its data input's (input
+ * 0's; any of Concat's; Where's values). */
+static void keep_int_type(const char *op, node_io *io) {
+    static const char *const movers[] = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Slice", "Expand", "Gather",
+                                         "Identity", "Tile", "Concat", "Where"};
+    value *o = &io->out[0];
+    if (io->n_out < 1 || !o->t || o->c.dtype || !is_int_tensor(o->t)) return;
+    bool concat = strcmp(op, "Concat") == 0, where = strcmp(op, "Where") == 0, mover = false;
+    for (size_t k = 0; k < TS_ARRAY_LEN(movers) && !mover; k++) mover = strcmp(op, movers[k]) == 0;
+    for (int i = where ? 1 : 0; mover && i < (concat || where ? io->n_in : 1); i++)
+        if (io->in[i] && io->in[i]->c.dtype && !ts_onnx_dtype_is_float(io->in[i]->c.dtype) && io->in[i]->c.dtype != TS_ONNX_BOOL) {
+            o->c.dtype = io->in[i]->c.dtype;
+            return;
+        }
+}
+
 ts_status ts_onnx_import_node(importer *im, const Node *n, int index) {
     im->node = n;
     im->node_index = index;
@@ -689,6 +707,7 @@ ts_status ts_onnx_import_node(importer *im, const Node *n, int index) {
     if (st) return ts_onnx_node_error(im, st, "%s", ts_last_error());
     if (att) st = attention_note(im, att, index);
     if (!st) st = fn(im, &io);
+    if (!st) keep_int_type(n->op_type, &io);
     if (!st && att && (size_t)index == att->last) st = attention_chain(im, att, &io.out[0]);
     if (scope[0]) ts_scope_pop(im->g);
     if (st) {
@@ -821,8 +840,10 @@ static ts_status import_inputs(importer *im, const TensorscopeOnnx__GraphProto *
         }
         ts_dtype dt;
         if (ts_onnx_dtype_is_float(elem) || ts_lowbits_is(elem)) dt = TS_F32; /* low precision: the values, exact in f32 */
-        /* int64: exactly, in i64 (ids, positions, counts); bool: bool (masks); the other integers (ids, labels): i32 */
-        else if (ts_onnx_array_dtype(elem, &dt)) dt = elem == TS_ONNX_INT64 ? TS_I64 : elem == TS_ONNX_BOOL ? TS_BOOL : TS_I32;
+        /* int64: exactly, in i64 (ids, positions, counts); uint32 and uint64 in i64 too (u32, u64 inputs: every
+         * value of the type fed, a uint64 as its bits); bool: bool (masks); the other integers (ids, labels): i32 */
+        else if (ts_onnx_array_dtype(elem, &dt))
+            dt = elem == TS_ONNX_INT64 ? TS_I64 : elem == TS_ONNX_UINT32 || elem == TS_ONNX_UINT64 ? dt : elem == TS_ONNX_BOOL ? TS_BOOL : TS_I32;
         else return ts_error(TS_ERR_UNSUPPORTED, "%s: input '%s' has data type %s; tensorscope feeds float, bool and integer inputs "
                              "(8 to 64 bits, signed or not)", im->path, vi->name, ts_onnx_dtype_name(elem));
         ts_shape s = {0};
@@ -867,7 +888,7 @@ static ts_status import_inputs(importer *im, const TensorscopeOnnx__GraphProto *
         ts_tensor *t = ts_input(im->g, vi->name, dt, s.ndim, s.d);
         if (!t) return ts_graph_status(im->g);
         /* the type a CastLike reads; an integer input's type, which the bitwise ops compute in */
-        value v = {.t = t, .c.dtype = ts_lowbits_is(elem) || dt == TS_I32 || dt == TS_I64 || dt == TS_BOOL ? elem : 0};
+        value v = {.t = t, .c.dtype = ts_lowbits_is(elem) || t->dtype != TS_F32 ? elem : 0};
         ts_status st = ts_onnx_define(im, vi->name, &v);
         if (st) return st;
     }

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "graph/int_math.h" /* ts_int_arith, ts_int_wrap_bits: the integer graph ops' arithmetic */
+#include "graph/int_math.h" /* ts_int_arith_in, ts_int_wrap_bits: the integer graph ops' arithmetic */
 #include "core/half.h"
 #include "core/lowbits.h"
 
@@ -238,9 +238,7 @@ static int64_t *int_room(int64_t n, ts_status *st) {
     return x;
 }
 
-/* The ts_int_kind of an ONNX op folded on integers, -1 for none (a uint64
- * only adds, subtracts and multiplies exactly: the others read its bits
- * as int64's). */
+/* The ts_int_kind of an ONNX op folded on integers, -1 for none. */
 static int int_kind(const char *op, int dt) {
     static const struct { const char *op; int kind; } kinds[] = {
         {"Add", TS_INT_ADD}, {"Sub", TS_INT_SUB}, {"Mul", TS_INT_MUL}, {"Div", TS_INT_DIV}, {"Mod", TS_INT_MOD}, {"FMod", TS_INT_FMOD},
@@ -248,9 +246,15 @@ static int int_kind(const char *op, int dt) {
         {"Greater", TS_INT_GREATER}, {"GreaterOrEqual", TS_INT_GREATER_EQUAL}, {"Neg", TS_INT_NEG}, {"Abs", TS_INT_ABS},
     };
     for (size_t i = 0; int_type(dt) && i < TS_ARRAY_LEN(kinds); i++)
-        if (strcmp(op, kinds[i].op) == 0) return dt == TS_ONNX_UINT64 && kinds[i].kind > TS_INT_MUL ? -1 : kinds[i].kind;
+        if (strcmp(op, kinds[i].op) == 0) return kinds[i].kind;
     return -1;
 }
+
+/* ts_int_arith in int64 or, for a uint64 dt (ONNX's type), on the bits
+ * read unsigned, as the graph ops compute it (ts_int_arith_in); the
+ * caller wraps the result to dt (the narrower types' values are
+ * non-negative or signed as int64 reads them) */
+static int64_t int_arith(int dt, int kind, int64_t a, int64_t b) { return ts_int_arith_in(dt == TS_ONNX_UINT64 ? TS_U64 : TS_I64, kind, a, b); }
 
 static const char *shape_s(const ts_shape *s, char *buf) { return ts_shape_str(s, buf, 96); }
 
@@ -335,7 +339,7 @@ ts_status ts_const_binary(const char *op, const ts_const *a, const ts_const *b, 
             return st;
         }
         for (int64_t i = 0; i < n; i++, next_index(&s, idx)) {
-            int64_t v = ts_int_arith(kind, int_at(a, bindex(&a->shape, &s, idx)), int_at(b, bindex(&b->shape, &s, idx)));
+            int64_t v = int_arith(a->dtype, kind, int_at(a, bindex(&a->shape, &s, idx)), int_at(b, bindex(&b->shape, &s, idx)));
             x[i] = dt == TS_ONNX_BOOL ? v : int_wrap(dt, v);
         }
         return set_ints(out, x, n);
@@ -359,7 +363,7 @@ ts_status ts_const_unary(const char *op, const ts_const *x, ts_const *out) {
             ts_const_free(out);
             return st;
         }
-        for (int64_t i = 0; i < n; i++) y[i] = int_wrap(x->dtype, ts_int_arith(kind, int_at(x, i), 0));
+        for (int64_t i = 0; i < n; i++) y[i] = int_wrap(x->dtype, int_arith(x->dtype, kind, int_at(x, i), 0));
         return set_ints(out, y, n);
     }
     for (int64_t i = 0; i < n; i++) {

@@ -28,6 +28,33 @@ static bool narrow_int(const value *v) {
     return narrow && (!v->t || v->t->dtype == TS_I32);
 }
 
+/* The declared integer type of an integer op's operands, ONNX's (a's,
+ * else b's: a graph input's, a Cast's, an integer op's result or a
+ * constant's), into *dt as a ts_dtype; int64 where neither is known. */
+static int declared_int(const value *a, const value *b, ts_dtype *dt) {
+    for (int k = 0; k < 2; k++) {
+        int t = (k ? b : a)->c.dtype;
+        if (t && !ts_onnx_dtype_is_float(t) && t != TS_ONNX_BOOL && !ts_lowbits_is(t) && ts_onnx_array_dtype(t, dt)) return t;
+    }
+    *dt = TS_I64;
+    return TS_ONNX_INT64;
+}
+
+/* The integer op `op` of a and b, i64 graph tensors of values of the
+ * declared type of the operands va, vb (declared_int): ts_binary_typed,
+ * the result wrapped to the type; int32 and narrower operands' result an
+ * i32 tensor, as they are held. The result's value records the type. */
+static ts_status int_binary(importer *im, const char *op, value *va, value *vb, ts_tensor *a, ts_tensor *b, value *out) {
+    ts_dtype dt;
+    int type = declared_int(va, vb, &dt);
+    bool compare = strcmp(op, "Equal") == 0 || strncmp(op, "Less", 4) == 0 || strncmp(op, "Greater", 7) == 0;
+    ts_tensor *r = ts_binary_typed(im->g, op, a, b, dt);
+    if (r && !compare && narrow_int(va) && narrow_int(vb)) r = ts_cast(im->g, r, TS_I32);
+    ts_status st = ts_onnx_built(im, r, out);
+    if (!st && !compare) out->c.dtype = type;
+    return st;
+}
+
 /* Whether v is an integer graph tensor or an integer constant. */
 static bool int_operand(const value *v) { return v->t ? is_int_tensor(v->t) : !v->param && !ts_onnx_dtype_is_float(v->c.dtype) && !ts_lowbits_is(v->c.dtype); }
 
@@ -50,9 +77,7 @@ static ts_status binary_family(importer *im, const char *op, value *a, value *b,
     }
     if (exact_int && int_operand(a) && int_operand(b)) {
         ts_tensor *ia = ts_onnx_i64_of(im, a, &st), *ib = ia ? ts_onnx_i64_of(im, b, &st) : NULL;
-        ts_tensor *r = ib ? ts_binary(im->g, iop, ia, ib) : NULL;
-        if (r && narrow_int(a) && narrow_int(b)) r = ts_cast(im->g, r, TS_I32); /* int32 operands: int32's result */
-        if (ib) return ts_onnx_built(im, r, out);
+        if (ib) return int_binary(im, iop, a, b, ia, ib, out); /* int32 operands: int32's result */
         if (st) return st;
     }
     ts_tensor *ta = ts_onnx_as_tensor(im, a, &st), *tb = ta ? ts_onnx_as_tensor(im, b, &st) : NULL;
@@ -62,6 +87,24 @@ static ts_status binary_family(importer *im, const char *op, value *a, value *b,
     }
     if (!tb) return st;
     return ts_onnx_built(im, strcmp(op, "Sum") == 0 ? ts_add(im->g, ta, tb) : ts_binary(im->g, op, ta, tb), out);
+}
+
+/* x^e of an integer graph tensor x by a constant whole exponent e >= 0
+ * (a one-element initializer too, a setting), exactly in x's dtype, wrapping as onnxruntime's and numpy's integer
+ * power: square and multiply, log2(e) integer Muls. NULL (no error) where
+ * e is none such. */
+static ts_tensor *int_pow(importer *im, ts_tensor *x, value *e, ts_status *st) {
+    double d;
+    if (!is_int_tensor(x) || !ts_onnx_setting_scalar(im, e, &d, st) || !(d >= 0 && d <= 0x1p62 && d == floor(d))) return NULL;
+    ts_graph *g = im->g;
+    ts_tensor *y = ts_onnx_int_scalar_like(im, x, 1, st), *sq = x;
+    for (uint64_t k = (uint64_t)d; y && sq && k; k >>= 1) {
+        if (k & 1u) y = ts_binary(g, "Mul", y, sq);
+        if (k > 1) sq = ts_binary(g, "Mul", sq, sq);
+    }
+    if (y && y->shape.ndim < x->shape.ndim) y = ts_binary(g, "Add", y, ts_binary(g, "Sub", x, x)); /* x^0: ones of x's shape */
+    if ((!y || !sq) && !*st) *st = ts_graph_status(g);
+    return y;
 }
 
 /* Elementwise binary ops: folded on constants; Add/Sub/Mul on graph
@@ -88,11 +131,9 @@ ts_status ts_onnx_op_binary(importer *im, node_io *io) {
     if (int_a && int_b && int_op && (a->t || b->t)) {
         ts_tensor *ia = ts_onnx_i64_of(im, a, &st), *ib = ia ? ts_onnx_i64_of(im, b, &st) : NULL;
         if (st) return st;
-        /* int32 operands: the int64 result wrapped back to int32, as ONNX's int32 arithmetic wraps */
-        bool compare = strcmp(op, "Equal") == 0 || strncmp(op, "Less", 4) == 0 || strncmp(op, "Greater", 7) == 0;
-        ts_tensor *r = ib ? ts_binary(im->g, op, ia, ib) : NULL;
-        if (r && !compare && narrow_int(a) && narrow_int(b)) r = ts_cast(im->g, r, TS_I32);
-        if (ib) return ts_onnx_built(im, r, &io->out[0]);
+        /* in the operands' declared type (a uint64 unsigned), wrapped to it as ONNX's integer arithmetic
+         * wraps; int32 operands: an i32 result */
+        if (ib) return int_binary(im, op, a, b, ia, ib, &io->out[0]);
     }
     if (strcmp(op, "Div") == 0 && int_a && int_b) {
         ts_tensor *ta = as_f32(im, a, &st), *tb = ta ? as_f32(im, b, &st) : NULL;
@@ -104,6 +145,8 @@ ts_status ts_onnx_op_binary(importer *im, node_io *io) {
     if (strcmp(op, "Mul") == 0 && ts_onnx_const_scalar(a, &s) && b->t) return ts_onnx_built(im, ts_scale(im->g, b->t, (float)s), &io->out[0]);
     if (strcmp(op, "Div") == 0 && ts_onnx_const_scalar(b, &s) && a->t && s != 0.0)
         return ts_onnx_built(im, ts_scale(im->g, a->t, (float)(1.0 / s)), &io->out[0]);
+    ts_tensor *p = strcmp(op, "Pow") == 0 && a->t ? int_pow(im, a->t, b, &st) : NULL;
+    if (p || st) return p ? ts_onnx_built(im, p, &io->out[0]) : st;
     if (strcmp(op, "Pow") == 0 && ts_onnx_const_scalar(b, &s) && a->t && a->t->dtype == TS_F32)
         return ts_onnx_built(im, ts_pow(im->g, a->t, (float)s), &io->out[0]);
     /* x ** c with c a one-element float initializer: a constant exponent,
@@ -134,6 +177,14 @@ ts_status ts_onnx_op_unary(importer *im, node_io *io) {
     if (is_const(x) && !x->param) return ts_onnx_fold_result(im, ts_const_unary(op, &x->c, &io->out[0].c));
     ts_status st = TS_OK;
     ts_tensor *t = ts_onnx_as_tensor(im, x, &st);
+    /* integers: Neg, Abs (wrapping: -INT64_MIN is INT64_MIN) and Relu
+     * (Max with 0) exactly, in their dtype */
+    if (t && is_int_tensor(t) && (strcmp(op, "Neg") == 0 || strcmp(op, "Abs") == 0))
+        return ts_onnx_built(im, ts_unary(im->g, op, t, 0.0f, 0.0f), &io->out[0]);
+    if (t && is_int_tensor(t) && strcmp(op, "Relu") == 0) {
+        ts_tensor *zero = ts_onnx_int_scalar_like(im, t, 0, &st);
+        return zero ? ts_onnx_built(im, ts_binary(im->g, "Max", t, zero), &io->out[0]) : st;
+    }
     if (t && !(t->dtype == TS_BOOL && strcmp(op, "Not") == 0)) t = ts_onnx_f32_of(im, t, &st); /* Not of a bool: as it is */
     if (!t) return st;
     if (strcmp(op, "Relu") == 0) return ts_onnx_built(im, ts_relu(im->g, t), &io->out[0]);
@@ -277,9 +328,16 @@ ts_status ts_onnx_op_where(importer *im, node_io *io) {
 ts_status ts_onnx_op_composed_unary(importer *im, node_io *io) {
     const char *op = im->node->op_type;
     ts_status st = TS_OK;
-    ts_tensor *x = as_f32(im, io->in[0], &st), *y;
-    if (!x) return st;
     ts_graph *g = im->g;
+    ts_tensor *x = ts_onnx_as_tensor(im, io->in[0], &st), *y;
+    if (x && is_int_tensor(x) && strcmp(op, "Sign") == 0) { /* integers: (x > 0) - (x < 0) in their dtype */
+        ts_tensor *zero = ts_onnx_int_scalar_like(im, x, 0, &st);
+        if (!zero) return st;
+        y = ts_binary(g, "Sub", ts_cast(g, ts_binary(g, "Greater", x, zero), x->dtype), ts_cast(g, ts_binary(g, "Less", x, zero), x->dtype));
+        return ts_onnx_built(im, y, &io->out[0]);
+    }
+    x = ts_onnx_f32_of(im, x, &st);
+    if (!x) return st;
     if (strcmp(op, "Celu") == 0) {
         float a = (float)ts_onnx_attr_f(im, "alpha", 1.0);
         if (!(a != 0.0f) || !isfinite(a)) return ts_onnx_node_error(im, TS_ERR_FORMAT, "attribute 'alpha' is %g; Celu needs a finite non-zero alpha", a);
@@ -312,9 +370,20 @@ ts_status ts_onnx_op_composed_unary(importer *im, node_io *io) {
  * the bounds, ends included. */
 ts_status ts_onnx_op_clip(importer *im, node_io *io) {
     ts_status st = TS_OK;
-    ts_tensor *y = as_f32(im, io->in[0], &st), *b[2] = {NULL, NULL};
-    if (!y) return st;
+    ts_tensor *y = ts_onnx_as_tensor(im, io->in[0], &st), *b[2] = {NULL, NULL};
     static const char *const names[2] = {"min", "max"};
+    if (y && is_int_tensor(y) && since(im, 11)) { /* integers within integer bounds (Max, then Min), exactly in their dtype */
+        for (int k = 0; k < 2 && y; k++) {
+            if (io->n_in <= k + 1 || !io->in[k + 1]) continue;
+            if (!(b[k] = ts_onnx_int_like(im, io->in[k + 1], y, &st)))
+                return st ? st : ts_onnx_node_error(im, TS_ERR_FORMAT, "its %s ('%s') is no integer; an integer input takes bounds of its type",
+                                                    names[k], io->in[k + 1]->name);
+            y = ts_binary(im->g, k ? "Min" : "Max", y, b[k]);
+        }
+        return ts_onnx_built(im, y, &io->out[0]);
+    }
+    y = ts_onnx_f32_of(im, y, &st);
+    if (!y) return st;
     for (int k = 0; k < 2; k++) {
         double v;
         if (!since(im, 11)) {
@@ -332,12 +401,21 @@ ts_status ts_onnx_op_clip(importer *im, node_io *io) {
 }
 
 /* PRelu: relu(x) - slope relu(-x), slope broadcast to x (numpy's rules);
- * an initializer slope is a parameter that trains. */
+ * an initializer slope is a parameter that trains. An integer x with an
+ * integer slope: Max(x, 0) + Min(x, 0) * slope, exactly in its dtype. */
 ts_status ts_onnx_op_prelu(importer *im, node_io *io) {
     ts_status st = TS_OK;
-    ts_tensor *x = as_f32(im, io->in[0], &st), *slope = x ? as_f32(im, io->in[1], &st) : NULL;
-    if (!slope) return st;
     ts_graph *g = im->g;
+    ts_tensor *x = ts_onnx_as_tensor(im, io->in[0], &st), *slope = NULL;
+    if (x && is_int_tensor(x) && !io->in[1]->param && (slope = ts_onnx_int_like(im, io->in[1], x, &st))) {
+        ts_tensor *zero = ts_onnx_int_scalar_like(im, x, 0, &st);
+        if (!zero) return st;
+        return ts_onnx_built(im, ts_binary(g, "Add", ts_binary(g, "Max", x, zero), ts_binary(g, "Mul", ts_binary(g, "Min", x, zero), slope)),
+                             &io->out[0]);
+    }
+    if (st) return st;
+    x = ts_onnx_f32_of(im, x, &st), slope = x ? as_f32(im, io->in[1], &st) : NULL;
+    if (!slope) return st;
     return ts_onnx_built(im, ts_sub(g, ts_relu(g, x), ts_mul(g, ts_relu(g, ts_scale(g, x, -1.0f)), slope)), &io->out[0]);
 }
 

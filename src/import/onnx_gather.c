@@ -47,8 +47,7 @@ ts_status ts_onnx_op_gather(importer *im, node_io *io) {
     ts_status st = ts_onnx_attr_axis(im, "axis", 0, shape_of(data)->ndim, false, &axis);
     if (st) return st;
     if (is_const(idx) && ((st = ts_onnx_decoded(im, idx)) || (st = const_indices_in_range(im, idx, 1, &shape_of(data)->d[axis])))) return st;
-    ts_tensor *w = ts_onnx_as_tensor(im, data, &st), *i = NULL;
-    if (w && !(w->dtype == TS_BOOL && !elements)) w = ts_onnx_f32_of(im, w, &st); /* bools (a mask's rows) gathered as they are */
+    ts_tensor *w = ts_onnx_as_tensor(im, data, &st), *i = NULL; /* integers and bools (a mask's rows) gathered as they are */
     if (w) i = ts_onnx_as_tensor(im, idx, &st);
     if (!i) return st;
     bool computed = i->dtype != TS_I32;
@@ -159,7 +158,7 @@ ts_status ts_onnx_op_gather_nd(importer *im, node_io *io) {
     ts_status st = TS_OK;
     ts_graph *g = im->g;
     value *iv = io->in[1];
-    ts_tensor *data = as_f32(im, io->in[0], &st);
+    ts_tensor *data = ts_onnx_as_tensor(im, io->in[0], &st); /* integers and bools gathered as they are */
     int64_t b;
     if (!data || (st = ts_onnx_attr_int(im, "batch_dims", 0, 0, TS_MAX_DIMS, &b))) return st;
     const ts_shape *is = shape_of(iv);
@@ -361,7 +360,11 @@ ts_status ts_onnx_op_scatter(importer *im, node_io *io) {
     ts_status st = TS_OK;
     ts_graph *g = im->g;
     bool nd = strcmp(im->node->op_type, "ScatterND") == 0;
-    ts_tensor *x0 = ts_onnx_as_tensor(im, io->in[0], &st), *x = ts_onnx_f32_of(im, x0, &st), *u = x ? as_f32(im, io->in[2], &st) : NULL;
+    ts_tensor *x0 = ts_onnx_as_tensor(im, io->in[0], &st), *x = x0, *u = NULL;
+    /* integer data and updates at constant indices: moved and combined
+     * exactly, in the data's dtype; else in f32 */
+    bool integer = x0 && is_int_tensor(x0) && is_const(io->in[1]) && (u = ts_onnx_int_like(im, io->in[2], x0, &st)) != NULL;
+    if (!integer && !st) x = ts_onnx_f32_of(im, x0, &st), u = x ? as_f32(im, io->in[2], &st) : NULL;
     if (!u || (st = ts_onnx_decoded(im, io->in[1]))) return st;
     value *iv = io->in[1];
     static const char *const reductions[] = {"none", "add", "mul", "max", "min"};
@@ -431,7 +434,11 @@ ts_status ts_onnx_op_scatter(importer *im, node_io *io) {
             break;
         }
         ts_tensor *v = ts_gather(g, uf, ic, 0);
-        if (red == 0 || red == 3 || red == 4) y = ts_where(g, mask, red == 0 ? v : ts_binary(g, red == 3 ? "Max" : "Min", y, v), y);
+        if (integer) { /* a bool mask; add and mul combine with 0 and 1 where the layer writes nothing */
+            ts_tensor *written = ts_cast(g, mask, TS_BOOL), *none = red == 1 || red == 2 ? ts_onnx_int_scalar_like(im, x, red == 2, &st) : NULL;
+            if (red == 0 || red == 3 || red == 4) y = ts_where(g, written, red == 0 ? v : ts_binary(g, red == 3 ? "Max" : "Min", y, v), y);
+            else y = ts_binary(g, red == 1 ? "Add" : "Mul", y, ts_where(g, written, v, none));
+        } else if (red == 0 || red == 3 || red == 4) y = ts_where(g, mask, red == 0 ? v : ts_binary(g, red == 3 ? "Max" : "Min", y, v), y);
         else y = red == 1 ? ts_add(g, y, ts_mul(g, v, mask)) : ts_mul(g, y, ts_where(g, mask, v, ts_onnx_scalar_constant(im, "One", 1.0f)));
         if (!red) break;
     }
@@ -441,7 +448,8 @@ ts_status ts_onnx_op_scatter(importer *im, node_io *io) {
     ts_const_release((uint64_t)bytes);
     if (st) return st;
     if (!y) return ts_graph_status(g) ? ts_graph_status(g) : TS_ERR_OUT_OF_MEMORY;
-    return ts_onnx_built(im, ts_onnx_as_dtype_of(im, ts_reshape(g, y, xs->ndim, xs->d), x0), &io->out[0]);
+    y = ts_reshape(g, y, xs->ndim, xs->d);
+    return ts_onnx_built(im, integer ? y : ts_onnx_as_dtype_of(im, y, x0), &io->out[0]);
 }
 
 /* ---------------------------------------------------------- TensorScatter */
@@ -495,7 +503,7 @@ static ts_status ts_onnx_tensor_scatter(ts_graph *g, ts_tensor *past, ts_tensor 
     ts_tensor *written = ts_binary(g, "Less", rel, ts_onnx_scalar(g, "Count", (float)L));
     if (index && !circular) written = ts_binary(g, "And", written, ts_binary(g, "GreaterOrEqual", rel, ts_onnx_scalar(g, "Zero", 0.0f)));
     /* the update at rel, on past's shape (rel broadcast by adding past times 0, which has no gradient here) */
-    ts_tensor *at = ts_add(g, rel, ts_scale(g, ts_stop_gradient(g, past), 0.0f));
+    ts_tensor *at = ts_add(g, rel, ts_scale(g, past->dtype == TS_F32 ? ts_stop_gradient(g, past) : ts_cast(g, past, TS_F32), 0.0f));
     ts_tensor *from = ts_gather_elements(g, update, ts_unary(g, "CastIndex", at, 0.0f, (float)(L - 1)), axis);
     ts_tensor *y = ts_where(g, written, from, past);
     ts_status st = ts_onnx_graph_status(g, y);
@@ -510,7 +518,10 @@ ts_status ts_onnx_op_tensor_scatter(importer *im, node_io *io) {
     int mode = ma ? ts_onnx_attr_choice(ma, modes, 2) : 0, axis;
     if (mode == 2) return ts_onnx_node_error(im, TS_ERR_FORMAT, "mode '%.*s' is not linear or circular", (int)ma->s.len, (const char *)ma->s.data);
     ts_status st = TS_OK;
-    ts_tensor *past = as_f32(im, io->in[0], &st), *update = past ? as_f32(im, io->in[1], &st) : NULL;
+    /* integers (a cache of ids) written exactly, in their dtype; else in f32 */
+    ts_tensor *past = ts_onnx_as_tensor(im, io->in[0], &st), *update = past ? ts_onnx_as_tensor(im, io->in[1], &st) : NULL;
+    if (update && !(is_int_tensor(past) && update->dtype == past->dtype))
+        past = ts_onnx_f32_of(im, past, &st), update = past ? ts_onnx_f32_of(im, update, &st) : NULL;
     ts_tensor *index = update && io->n_in > 2 && io->in[2] ? ts_onnx_as_tensor(im, io->in[2], &st) : NULL, *y;
     if (!update || st || (st = ts_onnx_attr_axis(im, "axis", -2, past->shape.ndim, false, &axis))) return st;
     value *wi = io->n_in > 2 ? io->in[2] : NULL;

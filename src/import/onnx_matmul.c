@@ -48,9 +48,56 @@ static value *transposed_twin(importer *im, value *v, ts_status *st) {
     return NULL;
 }
 
+/* The most elements of the [.., M, K, N] products an integer MatMul
+ * forms (2^26: 512 MiB of int64); a larger one is computed in f32. */
+#define INT_MATMUL_MAX ((int64_t)1 << 26)
+
+/* MatMul of integer operands (graph tensors or constants, one a graph
+ * tensor), exactly: int64 unless both are int32 (then wrapping to int32, as
+ * onnxruntime's), the products of a [.., M, K, 1] by b [.., 1, K, N]
+ * (numpy's broadcast of the batch dims) summed over K by ts_reduce_int.
+ * NULL (no error) where the operands are no such integers or the products
+ * would pass INT_MATMUL_MAX. */
+static ts_tensor *int_matmul(importer *im, value *va, value *vb, ts_status *st) {
+    bool int_a = va->t ? is_int_tensor(va->t) : !va->param && !ts_onnx_dtype_is_float(va->c.dtype);
+    bool int_b = vb->t ? is_int_tensor(vb->t) : !vb->param && !ts_onnx_dtype_is_float(vb->c.dtype);
+    if (!int_a || !int_b || (!va->t && !vb->t)) return NULL;
+    const ts_shape *sa = shape_of(va), *sb = shape_of(vb);
+    int ra = sa->ndim < 2 ? 2 : sa->ndim, rb = sb->ndim < 2 ? 2 : sb->ndim, r = ra > rb ? ra : rb;
+    if (sa->ndim < 1 || sb->ndim < 1 || r + 1 > TS_MAX_DIMS) return NULL;
+    int64_t M = sa->ndim == 1 ? 1 : sa->d[sa->ndim - 2], K = sa->d[sa->ndim - 1], N = sb->ndim == 1 ? 1 : sb->d[sb->ndim - 1];
+    int64_t batch = 1;
+    for (int i = 0; i < r - 2; i++) {
+        int64_t da = i - (r - ra) >= 0 ? sa->d[i - (r - ra)] : 1, db = i - (r - rb) >= 0 ? sb->d[i - (r - rb)] : 1;
+        batch *= da > db ? da : db;
+    }
+    if ((double)batch * (double)M * (double)K * (double)N > (double)INT_MATMUL_MAX) return NULL;
+    bool i32 = va->t && vb->t && va->t->dtype == TS_I32 && vb->t->dtype == TS_I32;
+    ts_tensor *a = i32 ? va->t : ts_onnx_i64_of(im, va, st), *b = !a ? NULL : i32 ? vb->t : ts_onnx_i64_of(im, vb, st);
+    if (!b) return NULL;
+    ts_graph *g = im->g;
+    ts_shape ea = {.ndim = ra + 1}, eb = {.ndim = rb + 1}; /* a [.., M, K, 1], b [.., 1, K, N] */
+    for (int i = 0; i < ra - 2; i++) ea.d[i] = a->shape.d[i];
+    ea.d[ra - 2] = M, ea.d[ra - 1] = K, ea.d[ra] = 1;
+    for (int i = 0; i < rb - 2; i++) eb.d[i] = b->shape.d[i];
+    eb.d[rb - 2] = 1, eb.d[rb - 1] = K, eb.d[rb] = N;
+    ts_tensor *y = ts_reduce_int(g, "Sum", ts_binary(g, "Mul", ts_reshape(g, a, ea.ndim, ea.d), ts_reshape(g, b, eb.ndim, eb.d)), 1,
+                                 (const int[]){-2}, 0);
+    if (y && (sa->ndim == 1 || sb->ndim == 1)) { /* numpy's 1-D operands: their dim of 1 dropped */
+        ts_shape s = {.ndim = 0};
+        for (int i = 0; i < y->shape.ndim; i++)
+            if (!((sa->ndim == 1 && i == y->shape.ndim - 2) || (sb->ndim == 1 && i == y->shape.ndim - 1))) s.d[s.ndim++] = y->shape.d[i];
+        y = ts_reshape(g, y, s.ndim, s.d);
+    }
+    if (!y) *st = ts_graph_status(g);
+    return y;
+}
+
 ts_status ts_onnx_op_matmul(importer *im, node_io *io) {
     if (io->n_in != 2) return ts_onnx_node_error(im, TS_ERR_FORMAT, "needs 2 inputs");
     ts_status st = TS_OK;
+    ts_tensor *iy = int_matmul(im, io->in[0], io->in[1], &st);
+    if (iy || st) return iy ? ts_onnx_built(im, iy, &io->out[0]) : st;
     value *twin = transposed_twin(im, io->in[1], &st);
     if (st) return st;
     ts_tensor *a = ts_onnx_as_tensor(im, io->in[0], &st), *b = a ? ts_onnx_as_tensor(im, twin ? twin : io->in[1], &st) : NULL;

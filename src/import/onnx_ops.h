@@ -185,6 +185,8 @@ ts_status ts_onnx_attr_int_list(const importer *im, const char *name, int64_t lo
 ts_tensor *ts_onnx_f32_of(importer *im, ts_tensor *t, ts_status *st);
 ts_tensor *ts_onnx_i64_of(importer *im, value *v, ts_status *st);
 ts_tensor *ts_onnx_i64_scalar(importer *im, int64_t k, ts_status *st);
+ts_tensor *ts_onnx_int_scalar_like(importer *im, const ts_tensor *like, int64_t k, ts_status *st);
+ts_tensor *ts_onnx_int_like(importer *im, value *v, const ts_tensor *like, ts_status *st);
 ts_tensor *ts_onnx_broadcast_to(importer *im, ts_tensor *x, const ts_shape *to, ts_status *st);
 ts_tensor *ts_onnx_repeated(importer *im, ts_tensor *sample, const ts_shape *to, ts_status *st);
 ts_tensor *ts_onnx_sample_of(importer *im, value *v, int64_t batch, ts_status *st);
@@ -348,7 +350,13 @@ static inline const ts_shape *shape_of(const value *v) { return v->t ? &v->t->sh
 /* A graph tensor of f32 values for an op that computes in f32: an i32
  * tensor (integer ids, bools) through CastFloat, a constant as a graph
  * constant first. */
-static inline ts_tensor *as_f32(importer *im, value *v, ts_status *st) { return ts_onnx_f32_of(im, ts_onnx_as_tensor(im, v, st), st); }
+/* v's values as an f32 graph tensor (ts_onnx_f32_of; a uint64's bits read
+ * as the unsigned value, ts_cast_typed) */
+static inline ts_tensor *as_f32(importer *im, value *v, ts_status *st) {
+    ts_tensor *t = ts_onnx_as_tensor(im, v, st);
+    if (t && t->dtype == TS_I64 && v->c.dtype == TS_ONNX_UINT64 && !(t = ts_cast_typed(im->g, t, TS_U64, TS_F32))) *st = ts_graph_status(im->g);
+    return ts_onnx_f32_of(im, t, st);
+}
 /* A bool tensor (a comparison's) as the numbers 1 and 0 in f32, for the
  * arithmetic an op is composed of; another tensor as it is. */
 static inline ts_tensor *num(ts_graph *g, ts_tensor *t) { return t && t->dtype == TS_BOOL ? ts_cast(g, t, TS_F32) : t; }

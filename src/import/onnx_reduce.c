@@ -56,7 +56,9 @@ static ts_status reduce_empty(importer *im, node_io *io, const int64_t *axes, in
  * -max(-x), ReduceL1 sum|x|, ReduceL2 sqrt(sum x^2), ReduceSumSquare
  * sum x^2, ReduceLogSum log(sum x), ReduceProd product_along each axis,
  * ReduceLogSumExp m + log(sum e^(x-m))
- * with m the maximum (no gradient through m: its terms cancel). */
+ * with m the maximum (no gradient through m: its terms cancel). Of an
+ * integer tensor, Sum, Mean, Max, Min, Prod, SumSquare and L1 are
+ * ts_reduce_int, exactly in its dtype. */
 ts_status ts_onnx_op_reduce(importer *im, node_io *io) {
     const char *op = im->node->op_type;
     int input_since = strcmp(op, "ReduceSum") == 0 ? 13 : 18; /* ReduceProd's too: 18 */
@@ -70,7 +72,15 @@ ts_status ts_onnx_op_reduce(importer *im, node_io *io) {
     if (all && noop) return ts_onnx_op_identity(im, io);
     value *in = io->in[0];
     if (is_const(in) && !in->param && ts_shape_numel(&in->c.shape) == 0) return reduce_empty(im, io, axes, all ? -1 : n, keepdims != 0);
-    ts_tensor *x = as_f32(im, in, &st); /* integers and bools reduced as f32 */
+    ts_tensor *x = ts_onnx_as_tensor(im, in, &st);
+    /* integers: the reductions ONNX defines on them exactly, in their dtype
+     * (ts_reduce_int); the others, and bools, reduced as f32 */
+    static const char *const int_ops[][2] = {{"ReduceSum", "Sum"}, {"ReduceMean", "Mean"}, {"ReduceMax", "Max"}, {"ReduceMin", "Min"},
+                                             {"ReduceProd", "Prod"}, {"ReduceSumSquare", "SumSquare"}, {"ReduceL1", "L1"}};
+    const char *int_op = NULL;
+    for (size_t i = 0; x && is_int_tensor(x) && i < sizeof int_ops / sizeof int_ops[0]; i++)
+        if (strcmp(op, int_ops[i][0]) == 0) int_op = int_ops[i][1];
+    if (!int_op) x = ts_onnx_f32_of(im, x, &st);
     if (!x) return st;
     int ax[TS_MAX_DIMS];
     if (all) n = x->shape.ndim;
@@ -83,7 +93,8 @@ ts_status ts_onnx_op_reduce(importer *im, node_io *io) {
     ts_graph *g = im->g;
     int keep = keepdims != 0;
     ts_tensor *y;
-    if (strcmp(op, "ReduceSum") == 0) y = ts_reduce_sum(g, x, n, ax, keep);
+    if (int_op) y = ts_reduce_int(g, int_op, x, n, ax, keep);
+    else if (strcmp(op, "ReduceSum") == 0) y = ts_reduce_sum(g, x, n, ax, keep);
     else if (strcmp(op, "ReduceMax") == 0) y = ts_reduce_max(g, x, n, ax, keep);
     else if (strcmp(op, "ReduceMean") == 0) y = ts_reduce_mean(g, x, n, ax, keep);
     else if (strcmp(op, "ReduceMin") == 0) y = ts_scale(g, ts_reduce_max(g, ts_scale(g, x, -1.0f), n, ax, keep), -1.0f);
@@ -127,19 +138,33 @@ ts_tensor *ts_onnx_iota_along(importer *im, int64_t n, int axis, int ndim, ts_st
     return ts_onnx_computed_constant(im, "Positions", &s, fill_iota, &(iota_ctx){n}, st);
 }
 
-/* The position (in f32) along `axis` of x's maximum (min: minimum),
- * the first one (last: the last one), the axis kept as 1: where x equals
- * its maximum the position, elsewhere out of range, reduced by max. */
-ts_tensor *ts_onnx_arg_extreme(importer *im, ts_tensor *x, int axis, bool min, bool last, ts_status *st) {
+/* The position (in f32) along `axis` of the first (last: the last) of
+ * the true elements of the bool `at` (of n positions along it), the axis
+ * kept as 1: where at is true the position, elsewhere out of range,
+ * reduced by max. */
+static ts_tensor *first_true(importer *im, ts_tensor *at, int axis, int64_t n, bool last, ts_status *st) {
     ts_graph *g = im->g;
-    int64_t n = x->shape.d[axis];
-    ts_tensor *xs = min ? ts_scale(g, x, -1.0f) : x, *pos = xs ? ts_onnx_iota_along(im, n, axis, x->shape.ndim, st) : NULL;
+    ts_tensor *pos = at ? ts_onnx_iota_along(im, n, axis, at->shape.ndim, st) : NULL, *y;
     if (!pos) return NULL;
-    ts_tensor *at = ts_binary(g, "Equal", xs, ts_reduce_max(g, xs, 1, &axis, 1)), *y;
     if (last) y = ts_reduce_max(g, ts_where(g, at, pos, ts_onnx_scalar_constant(im, "Before", -1.0f)), 1, &axis, 1);
     else y = ts_scale(g, ts_reduce_max(g, ts_where(g, at, ts_scale(g, pos, -1.0f), ts_onnx_scalar_constant(im, "After", (float)-n)), 1, &axis, 1), -1.0f);
     if (!y && !*st) *st = ts_graph_status(im->g);
     return y;
+}
+
+/* The position (in f32) along `axis` of x's maximum (min: minimum),
+ * the first one (last: the last one), the axis kept as 1: where x equals
+ * its maximum. An integer x is compared exactly, in its dtype. */
+ts_tensor *ts_onnx_arg_extreme(importer *im, ts_tensor *x, int axis, bool min, bool last, ts_status *st) {
+    ts_graph *g = im->g;
+    ts_tensor *at;
+    if (is_int_tensor(x)) at = ts_binary(g, "Equal", x, ts_reduce_int(g, min ? "Min" : "Max", x, 1, &axis, 1));
+    else {
+        ts_tensor *xs = min ? ts_scale(g, x, -1.0f) : x;
+        at = ts_binary(g, "Equal", xs, ts_reduce_max(g, xs, 1, &axis, 1));
+    }
+    if (!at) *st = ts_graph_status(g);
+    return first_true(im, at, axis, x->shape.d[axis], last, st);
 }
 
 /* An axis of n positions whose indices come out of ArgMax, ArgMin or
@@ -156,7 +181,8 @@ static ts_status index_axis_fits(importer *im, int64_t n) {
  * arithmetic and comparisons read them as they are; no gradient. */
 ts_status ts_onnx_op_arg_extreme(importer *im, node_io *io) {
     ts_status st = TS_OK;
-    ts_tensor *x = as_f32(im, io->in[0], &st);
+    ts_tensor *x = ts_onnx_as_tensor(im, io->in[0], &st);
+    if (x && !is_int_tensor(x)) x = ts_onnx_f32_of(im, x, &st);
     int axis, keep, last;
     if (!x || (st = ts_onnx_attr_axis(im, "axis", 0, x->shape.ndim, false, &axis)) || (st = ts_onnx_attr_int32(im, "keepdims", 1, 0, 1, &keep)) ||
         (st = ts_onnx_attr_int32(im, "select_last_index", 0, 0, 1, &last)))
@@ -235,25 +261,32 @@ void ts_onnx_fill_value(const void *ctx, float *v) {
  * each multiplying in the products `shift` places back (ones shifted in),
  * after x is shifted by one (exclusive) and flipped (reverse, a Gather of
  * the reversed positions, flipped back after). Muls, slices and concats:
- * the gradient is theirs. */
+ * the gradient is theirs. An integer x: the same with integer Muls,
+ * exactly, wrapping as its type does. */
 ts_status ts_onnx_op_cumprod(importer *im, node_io *io) {
     ts_tensor *x0, *x;
     int axis = 0, exclusive, reverse;
     ts_status st = cum_args(im, io, &x0, &x, &axis, &exclusive, &reverse);
     if (st) return st;
+    bool integer = is_int_tensor(x0); /* integers: exactly, wrapping in their dtype (integer Muls, ones of it) */
+    if (integer) x = x0;
     int64_t n = x->shape.d[axis];
     ts_graph *g = im->g;
     ts_shape os = x->shape;
     os.d[axis] = n;
-    ts_tensor *ones = ts_onnx_computed_constant(im, "Ones", &os, ts_onnx_fill_value, &(value_ctx){ts_shape_numel(&os), 1.0f}, &st);
-    if (!ones) return st;
+    ts_tensor *one = integer ? ts_onnx_int_scalar_like(im, x, 1, &st) : NULL;
+    ts_tensor *ones = integer ? (one ? ts_binary(g, "Add", ts_binary(g, "Sub", x, x), one) : NULL)
+                              : ts_onnx_computed_constant(im, "Ones", &os, ts_onnx_fill_value, &(value_ctx){ts_shape_numel(&os), 1.0f}, &st);
+    if (!ones) return st ? st : ts_graph_status(g);
     if (reverse && n > 1 && !(x = ts_onnx_strided(im, x, axis, n - 1, n, -1, &st))) return st;
     if (exclusive) x = n == 1 ? ones : ts_concat(g, (ts_tensor *[]){ts_slice(g, ones, axis, 0, 1), ts_slice(g, x, axis, 0, n - 1)}, 2, axis);
-    for (int64_t shift = 1; x && shift < n; shift *= 2)
-        x = ts_mul(g, x, ts_concat(g, (ts_tensor *[]){ts_slice(g, ones, axis, 0, shift), ts_slice(g, x, axis, 0, n - shift)}, 2, axis));
+    for (int64_t shift = 1; x && shift < n; shift *= 2) {
+        ts_tensor *back = ts_concat(g, (ts_tensor *[]){ts_slice(g, ones, axis, 0, shift), ts_slice(g, x, axis, 0, n - shift)}, 2, axis);
+        x = integer ? ts_binary(g, "Mul", x, back) : ts_mul(g, x, back);
+    }
     if (!x) return ts_graph_status(g);
     if (reverse && n > 1 && !(x = ts_onnx_strided(im, x, axis, n - 1, n, -1, &st))) return st;
-    return ts_onnx_built(im, ts_onnx_as_dtype_of(im, x, x0), &io->out[0]);
+    return ts_onnx_built(im, integer ? x : ts_onnx_as_dtype_of(im, x, x0), &io->out[0]);
 }
 
 /* TopK with a constant k (input 1; opset 1's attribute): along `axis`
@@ -261,10 +294,13 @@ ts_status ts_onnx_op_cumprod(importer *im, node_io *io) {
  * lower position first among equal ones, and their positions: k rounds of
  * ts_onnx_arg_extreme, each taking its pick out of the next; the values gathered
  * at the positions (GatherElements: the gradient reaches x there), the
- * positions an i64 graph tensor (ONNX's int64), exact. */
+ * positions an i64 graph tensor (ONNX's int64), exact. An integer x is
+ * compared exactly, each pick left out of the next by a bool mask (a
+ * value equal to the lowest one is never taken twice). */
 ts_status ts_onnx_op_topk(importer *im, node_io *io) {
     ts_status st = TS_OK;
-    ts_tensor *x = as_f32(im, io->in[0], &st);
+    ts_tensor *x = ts_onnx_as_tensor(im, io->in[0], &st);
+    if (x && !is_int_tensor(x)) x = ts_onnx_f32_of(im, x, &st);
     int axis, largest;
     if (!x || (st = ts_onnx_attr_axis(im, "axis", -1, x->shape.ndim, false, &axis)) || (st = ts_onnx_attr_int32(im, "largest", 1, 0, 1, &largest))) return st;
     double kd = (double)ts_onnx_attr_i(im, "k", 0);
@@ -274,14 +310,25 @@ ts_status ts_onnx_op_topk(importer *im, node_io *io) {
     if (kd != floor(kd) || k < 1 || k > n) return ts_onnx_node_error(im, TS_ERR_FORMAT, "k is %g; it takes 1 to the axis' %lld", kd, (long long)n);
     if ((st = index_axis_fits(im, n))) return st;
     ts_graph *g = im->g;
-    ts_tensor *pos = ts_onnx_iota_along(im, n, axis, x->shape.ndim, &st), *gone = ts_onnx_scalar_constant(im, "Taken", largest ? -INFINITY : INFINITY);
+    bool integer = is_int_tensor(x);
+    int64_t low = x->dtype == TS_I32 ? (largest ? INT32_MIN : INT32_MAX) : largest ? INT64_MIN : INT64_MAX;
+    ts_tensor *pos = ts_onnx_iota_along(im, n, axis, x->shape.ndim, &st);
+    ts_tensor *gone = !pos ? NULL : integer ? ts_onnx_int_scalar_like(im, x, low, &st) : ts_onnx_scalar_constant(im, "Taken", largest ? -INFINITY : INFINITY);
     if (!pos || !gone) return st ? st : ts_graph_status(g);
-    ts_tensor **picks = ts_malloc((size_t)k * sizeof *picks), *xm = ts_stop_gradient(g, x);
+    ts_tensor **picks = ts_malloc((size_t)k * sizeof *picks), *xm = integer ? x : ts_stop_gradient(g, x), *left = NULL;
     if (!picks) return TS_ERR_OUT_OF_MEMORY;
     for (int64_t t = 0; t < k && xm; t++) {
-        picks[t] = ts_onnx_arg_extreme(im, xm, axis, !largest, false, &st);
+        if (!integer) picks[t] = ts_onnx_arg_extreme(im, xm, axis, !largest, false, &st);
+        else { /* integers: the extreme of the positions left (the others the lowest value), exactly; a position taken is out even where it equals it */
+            ts_tensor *at = ts_binary(g, "Equal", xm, ts_reduce_int(g, largest ? "Max" : "Min", xm, 1, &axis, 1));
+            picks[t] = first_true(im, left ? ts_binary(g, "And", at, left) : at, axis, n, false, &st);
+        }
         if (!picks[t]) break;
-        if (t + 1 < k) xm = ts_where(g, ts_binary(g, "Equal", pos, picks[t]), gone, xm);
+        if (t + 1 < k && integer) {
+            ts_tensor *kept = ts_unary(g, "Not", ts_binary(g, "Equal", pos, picks[t]), 0.0f, 0.0f);
+            left = left ? ts_binary(g, "And", left, kept) : kept;
+            xm = ts_where(g, left, x, gone);
+        } else if (t + 1 < k) xm = ts_where(g, ts_binary(g, "Equal", pos, picks[t]), gone, xm);
     }
     ts_tensor *idx = st || !xm ? NULL : k == 1 ? picks[0] : ts_concat(g, picks, (int)k, axis);
     ts_free(picks);

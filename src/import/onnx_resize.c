@@ -109,6 +109,34 @@ static void fill_resize(const void *ctx, float *w) {
     }
 }
 
+/* y resized along ax by nearest, exactly in y's dtype (an integer one):
+ * each output position takes the one input position of its column of
+ * weights (fill_resize), a Gather of those positions. */
+static ts_tensor *nearest_gather(importer *im, ts_tensor *y, int ax, const resize_axis *ra, ts_status *st) {
+    uint64_t bytes = (uint64_t)(ra->in * ra->out + ra->out) * 4;
+    if ((*st = ts_const_charge(bytes))) {
+        *st = ts_onnx_fold_result(im, *st);
+        return NULL;
+    }
+    float *w = ts_malloc((size_t)(ra->in * ra->out) * sizeof *w);
+    int32_t *at = ts_malloc((size_t)ra->out * sizeof *at);
+    if (w && at) fill_resize(ra, w);
+    for (int64_t j = 0; w && at && j < ra->out; j++) {
+        at[j] = 0;
+        for (int64_t i = 0; i < ra->in; i++)
+            if (w[i * ra->out + j] != 0.0f) at[j] = (int32_t)i;
+    }
+    char *name = w && at ? ts_graph_op_output_name(im->g, "Positions") : NULL;
+    ts_tensor *pos = name ? ts_constant(im->g, name, &(ts_array){.dtype = TS_I32, .ndim = 1, .shape = {ra->out}, .data = at}) : NULL;
+    ts_free(name);
+    ts_free(w);
+    ts_free(at);
+    ts_const_release(bytes);
+    ts_tensor *t = pos ? ts_gather(im->g, y, pos, ax) : NULL;
+    if (!t) *st = ts_graph_status(im->g) ? ts_graph_status(im->g) : TS_ERR_OUT_OF_MEMORY;
+    return t;
+}
+
 static void fill_extrapolation(const void *ctx, float *v) {
     const resize_axis *r = ctx;
     for (int64_t y = 0; y < r->out; y++) v[y] = r->outside[y] ? r->extrapolation : 0.0f;
@@ -120,7 +148,8 @@ static void fill_extrapolation(const void *ctx, float *v) {
  * coordinate_transformation_mode and keep_aspect_ratio_policy, as ONNX's
  * reference computes them. Each resized axis is a matmul by the matrix of
  * its interpolation weights (made at import), so the gradient is the
- * matmul's; an integer input is resized in f32 and rounded back. */
+ * matmul's; an integer input is resized by nearest exactly (a Gather of
+ * the positions), by the other modes in f32 and rounded back. */
 ts_status ts_onnx_op_resize(importer *im, node_io *io) {
     ts_status st = TS_OK;
     ts_tensor *x0 = ts_onnx_as_tensor(im, io->in[0], &st), *x = ts_onnx_f32_of(im, x0, &st);
@@ -187,7 +216,10 @@ ts_status ts_onnx_op_resize(importer *im, node_io *io) {
         scale[i] = policy;
         out[i] = (int64_t)(policy * (double)x->shape.d[axes[i]] + 0.5);
     }
-    ts_tensor *y = x;
+    /* integers resized by nearest (no extrapolated positions): moved
+     * exactly, in their dtype, by a Gather per axis */
+    bool moves = is_int_tensor(x0) && k[0] == RESIZE_NEAREST && k[1] != COORD_TF_CROP;
+    ts_tensor *y = moves ? x0 : x;
     for (int i = 0; i < n_axes && y; i++) {
         int ax = (int)axes[i], last = r - 1;
         resize_axis ra = {.in = x->shape.d[ax], .out = out[i], .scale = scale[i], .roi0 = given[0] ? vals[0][i] : 0,
@@ -203,6 +235,10 @@ ts_status ts_onnx_op_resize(importer *im, node_io *io) {
             return ts_onnx_node_error(im, TS_ERR_UNSUPPORTED, "tf_crop_and_resize to more than %zu positions is not available", TS_ARRAY_LEN(outside));
         memset(outside, 0, sizeof outside);
         ra.outside = outside;
+        if (moves) {
+            if (!(y = nearest_gather(im, y, ax, &ra, &st))) return st;
+            continue;
+        }
         ts_tensor *w = ts_onnx_computed_constant(im, "Weights", &(ts_shape){.ndim = 2, .d = {ra.in, ra.out}}, fill_resize, &ra, &st);
         if (!w) return st;
         ts_tensor *t = ax == last ? y : ts_transpose(im->g, y, ax, last);
@@ -222,7 +258,8 @@ ts_status ts_onnx_op_resize(importer *im, node_io *io) {
         if (y && ax != last) y = ts_transpose(im->g, y, ax, last);
     }
     if (!y) return ts_graph_status(im->g);
-    if (y == x) return ts_onnx_op_identity(im, io);
+    if (y == x || y == x0) return ts_onnx_op_identity(im, io);
+    if (moves) return ts_onnx_built(im, y, &io->out[0]);
     if (x0->dtype == TS_I32) y = ts_unary(im->g, "Round", y, 0.0f, 0.0f);
     return ts_onnx_built(im, ts_onnx_as_dtype_of(im, y, x0), &io->out[0]);
 }
@@ -464,9 +501,7 @@ ts_status ts_onnx_op_upsample(importer *im, node_io *io) {
         ts_free(name);
         ts_free(idx);
         if (!at) return ts_graph_status(im->g) ? ts_graph_status(im->g) : ts_onnx_node_error(im, TS_ERR_OUT_OF_MEMORY, "out of memory");
-        y = y->dtype == TS_I32 ? ts_unary(im->g, "CastIndex", ts_gather(im->g, ts_unary(im->g, "CastFloat", y, 0, 0), at, axis), (float)INT32_MIN,
-                                          2147483520.0f)
-                               : ts_gather(im->g, y, at, axis);
+        y = ts_gather(im->g, y, at, axis); /* integers and bools as they are */
     }
     return ts_onnx_built(im, y, &io->out[0]);
 }

@@ -191,7 +191,18 @@ ts_status ts_onnx_op_pad(importer *im, node_io *io) {
     if (io->n_in > 2 && io->in[2] && !ts_onnx_const_scalar(io->in[2], &fill))
         return ts_onnx_node_error(im, TS_ERR_UNSUPPORTED, "its constant_value ('%s') must be a constant of one value%s", io->in[2]->name,
                                   ts_onnx_bind_hint(io->in[2]));
-    ts_tensor *x = as_f32(im, io->in[0], &st);
+    ts_tensor *x = ts_onnx_as_tensor(im, io->in[0], &st);
+    if (x && is_int_tensor(x)) { /* integers padded exactly: a constant v other than 0 as Pad(x - v) + v, which wrap back */
+        ts_graph *g = im->g;
+        ts_tensor *v = k == TS_PAD_CONSTANT && fill != 0 ? ts_onnx_int_like(im, io->in[2], x, &st) : NULL;
+        if (st) return st;
+        if (k == TS_PAD_CONSTANT && fill != 0 && !v)
+            return ts_onnx_node_error(im, TS_ERR_FORMAT, "its constant_value ('%s') is %g, no integer; an integer input is padded with an "
+                                      "integer", io->in[2]->name, fill);
+        ts_tensor *y = ts_pad(g, v ? ts_binary(g, "Sub", x, v) : x, all, (ts_pad_mode)k, 0.0f);
+        return ts_onnx_built(im, v ? ts_binary(g, "Add", y, v) : y, &io->out[0]);
+    }
+    x = ts_onnx_f32_of(im, x, &st);
     return x ? ts_onnx_built(im, ts_pad(im->g, x, all, (ts_pad_mode)k, (float)fill), &io->out[0]) : st;
 }
 
@@ -285,10 +296,8 @@ ts_tensor *ts_onnx_strided(importer *im, ts_tensor *x, int ax, int64_t start, in
 ts_status ts_onnx_op_slice(importer *im, node_io *io) {
     if (is_const(io->in[0]) && !io->in[0]->param) return ts_onnx_op_fold(im, io);
     ts_status st = TS_OK;
-    /* integers (an EmbeddingBag's bag of ids) sliced as f32 values, exact
-     * to 2^24: a Gather reads them as indices; bools as they are */
+    /* integers (an EmbeddingBag's bag of ids) and bools sliced as they are */
     ts_tensor *x = ts_onnx_as_tensor(im, io->in[0], &st);
-    if (x && x->dtype != TS_BOOL) x = ts_onnx_f32_of(im, x, &st);
     if (!x) return st;
     int64_t starts[TS_MAX_DIMS], ends[TS_MAX_DIMS], axes[TS_MAX_DIMS], steps[TS_MAX_DIMS];
     int n = 0, ne = 0, na = 0, ns = 0;
@@ -397,7 +406,7 @@ ts_status ts_onnx_op_trilu(importer *im, node_io *io) {
         }
         return TS_OK;
     }
-    ts_tensor *x0 = ts_onnx_as_tensor(im, io->in[0], &st), *x = ts_onnx_f32_of(im, x0, &st);
+    ts_tensor *x0 = ts_onnx_as_tensor(im, io->in[0], &st), *x = x0 && is_int_tensor(x0) ? x0 : ts_onnx_f32_of(im, x0, &st);
     if (!x) return st;
     if (x->shape.ndim < 2) return ts_onnx_node_error(im, TS_ERR_SHAPE, "takes an input of at least 2 dimensions; it has %d", x->shape.ndim);
     int64_t M = x->shape.d[x->shape.ndim - 2], N = x->shape.d[x->shape.ndim - 1];
@@ -412,6 +421,10 @@ ts_status ts_onnx_op_trilu(importer *im, node_io *io) {
     ts_free(mask);
     ts_const_release((uint64_t)(M * N) * 4);
     if (!m) return ts_graph_status(im->g) ? ts_graph_status(im->g) : TS_ERR_OUT_OF_MEMORY;
+    if (is_int_tensor(x)) { /* integers kept, exactly: a bool mask chooses them or 0 of their dtype */
+        ts_tensor *zero = ts_onnx_int_scalar_like(im, x, 0, &st);
+        return zero ? ts_onnx_built(im, ts_where(im->g, ts_cast(im->g, m, TS_BOOL), x, zero), &io->out[0]) : st;
+    }
     return ts_onnx_built(im, ts_onnx_as_dtype_of(im, ts_where(im->g, m, x, ts_onnx_scalar_constant(im, "Zero", 0.0f)), x0), &io->out[0]);
 }
 

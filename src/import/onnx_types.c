@@ -85,6 +85,15 @@ static ts_status cast_to(importer *im, node_io *io, int to) {
     /* a graph tensor keeps its values: f32 carries float and double, i32
      * the integer ids (LayerNormalization's stash cast, index casts) */
     const ts_tensor *t = io->in[0] ? io->in[0]->t : NULL;
+    /* an i64 tensor of another declared type (uint32 or uint64 to int64,
+     * int64 to uint64: the same values or bits) is copied, a tensor of
+     * its own, returned in its own type where both are outputs */
+    int from = io->in[0] ? io->in[0]->c.dtype : 0;
+    if (t && t->dtype == TS_I64 && from && from != to && (to == TS_ONNX_INT64 || to == TS_ONNX_UINT64)) {
+        st = ts_onnx_built(im, ts_graph_convert(im->g, t, t->dtype), &io->out[0]);
+        io->out[0].c.dtype = to;
+        return st;
+    }
     if (t && ((t->dtype == TS_F32 && (to == TS_ONNX_FLOAT || to == TS_ONNX_DOUBLE)) ||
               (t->dtype == TS_I32 && (to == TS_ONNX_INT32 || to == TS_ONNX_INT64)) || (t->dtype == TS_I64 && to == TS_ONNX_INT64) ||
               (t->dtype == TS_BOOL && to == TS_ONNX_BOOL)))

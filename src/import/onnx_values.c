@@ -4,6 +4,7 @@
  * and the small graph constants the ops compose with. */
 #include "import/onnx_ops.h"
 #include "core/lowbits.h"
+#include "graph/int_math.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -311,6 +312,27 @@ ts_tensor *ts_onnx_i64_scalar(importer *im, int64_t k, ts_status *st) {
     ts_tensor *t = name ? ts_constant(im->g, name, &(ts_array){.dtype = TS_I64, .ndim = 0, .data = &k}) : NULL;
     ts_free(name);
     if (!t) *st = ts_graph_status(im->g) ? ts_graph_status(im->g) : TS_ERR_OUT_OF_MEMORY;
+    return t;
+}
+
+/* The integer k as a graph scalar of like's dtype (i32 or i64). */
+ts_tensor *ts_onnx_int_scalar_like(importer *im, const ts_tensor *like, int64_t k, ts_status *st) {
+    if (like->dtype == TS_I64) return ts_onnx_i64_scalar(im, k, st);
+    int32_t k32 = ts_int_wrap32(k);
+    char *name = ts_graph_op_output_name(im->g, "Int32");
+    ts_tensor *t = name ? ts_constant(im->g, name, &(ts_array){.dtype = TS_I32, .ndim = 0, .data = &k32}) : NULL;
+    ts_free(name);
+    if (!t) *st = ts_graph_status(im->g) ? ts_graph_status(im->g) : TS_ERR_OUT_OF_MEMORY;
+    return t;
+}
+
+/* An integer operand v (a graph tensor or constant; a scalar bound, say)
+ * of like's dtype, exactly: ts_onnx_i64_of, an i32 like's cast to i32
+ * (ONNX gives the operands one type); NULL where v is no integer. */
+ts_tensor *ts_onnx_int_like(importer *im, value *v, const ts_tensor *like, ts_status *st) {
+    if (like->dtype == TS_I32 && v->t && v->t->dtype == TS_I32) return v->t;
+    ts_tensor *t = ts_onnx_i64_of(im, v, st);
+    if (t && like->dtype == TS_I32 && !(t = ts_cast(im->g, t, TS_I32))) *st = ts_graph_status(im->g);
     return t;
 }
 

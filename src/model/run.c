@@ -62,8 +62,18 @@ static ts_status convert_input(ts_prog *p, const ts_tensor *t, const ts_array *a
     *c = *a;
     c->dtype = held;
     c->data = data;
+    ts_dtype uns = ts_input_unsigned(t); /* a uint32 or uint64 input, held in i64 */
     for (int64_t i = 0; i < n; i++) {
         int64_t iv;
+        if (uns && to_int) { /* every value of its type, a uint64 as its bits; none other */
+            bool bits = a->dtype == TS_U64 && uns == TS_U64;
+            if (!bits && (!exact_int(a, i, &iv) || iv < 0 || (uns == TS_U32 && iv > (int64_t)UINT32_MAX)))
+                return ts_error(TS_ERR_INVALID_ARGUMENT, "run: input '%s' holds %.17g at [%lld]; this %s input takes integers from 0 to %s "
+                                "(not wrapped)", t->name, ts_array_value(a, i), (long long)i, ts_dtype_name(uns),
+                                uns == TS_U32 ? "4294967295" : "18446744073709551615");
+            ((int64_t *)data)[i] = bits ? (int64_t)((const uint64_t *)a->data)[i] : iv;
+            continue;
+        }
         if (to_bool) {
             if (!exact_int(a, i, &iv) || (iv != 0 && iv != 1))
                 return ts_error(TS_ERR_INVALID_ARGUMENT, "run: input '%s' holds %.17g at [%lld]; this bool input takes bool data, or integers "
@@ -121,7 +131,7 @@ static ts_status bind_inputs(ts_model *m, const char *const *names, const ts_arr
         if (!a->data)
             return ts_error(TS_ERR_INVALID_ARGUMENT, "run: input '%s' must be %s data, got %s with no data", t->name, ts_dtype_name(t->dtype),
                             ts_dtype_name(a->dtype));
-        if (a->dtype != t->dtype || t->dtype == TS_BOOL) { /* a bool input's bytes become f32 cells */
+        if (a->dtype != t->dtype || t->dtype == TS_BOOL || ts_input_unsigned(t)) { /* a bool input's bytes become f32 cells */
             ts_status st = convert_input(m->run.prog, t, a, &bound[i]);
             if (st) return st;
             a = bound[i];

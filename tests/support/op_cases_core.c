@@ -165,8 +165,9 @@ static ts_tensor *ids64(ts_graph *g, int ndim, const int64_t *d) {
 /* Integer tensors: the casts between f32, i32 and i64, the integer
  * arithmetic and comparisons (broadcast, every kind, values beyond 2^53
  * and at the ends), running sums, the casts to the narrow integer types
- * and the bitwise ops on i64, and the ops that move i64 and i32 values
- * (compared exactly; no gradient) */
+ * and the bitwise ops on i64, the ops that move i64 and i32 values
+ * (Pad and GatherElements too) and the integer reductions (compared
+ * exactly; no gradient) */
 static void cases_integer(ts_op_checker *c) {
     ts_graph *g = ts_graph_new(9);
     ts_op_case_opts huge = {.spread = 6e18f}, ints = {.int_hi = 70000}, small = {.i64_bits = 20};
@@ -217,6 +218,20 @@ static void cases_integer(ts_op_checker *c) {
     check(c, "gather i32 [7,5] rows by [6]", ts_gather(g, labels(g, SHAPE(7, 5)), labels(g, SHAPE(6)), 0), &rows);
     check(c, "where i64 [3,1] ? [3,8] : [8]", ts_where(g, labels(g, SHAPE(3, 1)), ids64(g, SHAPE(3, 8)), ids64(g, SHAPE(8))), NULL);
     check(c, "where i32 [70001] ? [70001] : [1]", ts_where(g, labels(g, SHAPE(70001)), labels(g, SHAPE(70001)), labels(g, SHAPE(1))), &ints);
+    check(c, "gather_elements i64 [7,5] axis 0 by [3,5]", ts_gather_elements(g, ids64(g, SHAPE(7, 5)), labels(g, SHAPE(3, 5)), 0), &rows);
+    check(c, "gather_elements i32 [4,7] axis 1 by [4,9]", ts_gather_elements(g, labels(g, SHAPE(4, 7)), labels(g, SHAPE(4, 9)), 1), &rows);
+    static const int64_t pads[] = {1, 0, 2, 3, 2, 0}; /* [3,5,7]: before 1, 0, 2; after 3, 2, 0 */
+    check(c, "pad i64 [3,5,7] constant 0", ts_pad(g, ids64(g, SHAPE(3, 5, 7)), pads, TS_PAD_CONSTANT, 0.0f), NULL);
+    check(c, "pad i64 [3,5,7] reflect", ts_pad(g, ids64(g, SHAPE(3, 5, 7)), pads, TS_PAD_REFLECT, 0.0f), NULL);
+    check(c, "pad i32 [3,5,7] edge", ts_pad(g, labels(g, SHAPE(3, 5, 7)), pads, TS_PAD_EDGE, 0.0f), &ints);
+    static const char *const reductions[] = {"Sum", "Mean", "Max", "Min", "Prod", "SumSquare", "L1"};
+    for (size_t k = 0; k < sizeof reductions / sizeof reductions[0]; k++) {
+        snprintf(label, sizeof label, "IntReduce %s i64 [5,7,9] axes 0,2", reductions[k]);
+        check(c, label, ts_reduce_int(g, reductions[k], ids64(g, SHAPE(5, 7, 9)), 2, (const int[]){0, 2}, 0), NULL);
+        snprintf(label, sizeof label, "IntReduce %s i32 [3,70001] axis 1 kept", reductions[k]);
+        check(c, label, ts_reduce_int(g, reductions[k], labels(g, SHAPE(3, 70001)), 1, (const int[]){1}, 1), &ints);
+    }
+    check(c, "IntReduce Sum i64 [70001] (ts_reduce_sum)", ts_reduce_sum(g, ids64(g, SHAPE(70001)), 1, (const int[]){0}, 0), NULL);
     ts_graph_free(g);
 }
 

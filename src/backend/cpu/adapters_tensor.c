@@ -71,21 +71,22 @@ void ts_fwd_convert(const ts_kctx *k) {
     int64_t n = numel_out(k);
     bool index = k->node->attr[1] != 0;
     int type = (int)k->node->attr[0]; /* the declared type the values wrap to (ts_int_as_type) */
+    int from = (int)k->node->attr[2]; /* the declared type of x's values (a uint64's bits read unsigned) */
     for (int64_t i = 0; i < n; i++) {
         if (index) ((int32_t *)(void *)k->out)[i] = k->in_dtype[0] == TS_F32 ? ts_index_of_float(k->in[0][i]) : ts_index_of_int(int_in(k, 0, i));
-        else if (k->out_dtype == TS_F32) k->out[i] = (float)int_in(k, 0, i); /* to nearest */
+        else if (k->out_dtype == TS_F32) k->out[i] = ts_int_to_float(from, int_in(k, 0, i)); /* to nearest */
         else if (k->in_dtype[0] == TS_F32 && k->out_dtype == TS_BOOL) k->out[i] = k->in[0][i] != 0.0f ? 1.0f : 0.0f; /* NaN is true */
-        else if (k->in_dtype[0] == TS_F32) int_out(k, i, ts_int_as_type(type, ts_float_to_int(k->in[0][i], k->out_dtype == TS_I64 || type != TS_I32 ? 64 : 32)));
+        else if (k->in_dtype[0] == TS_F32) int_out(k, i, ts_float_to_type(k->in[0][i], type));
         else int_out(k, i, ts_int_as_type(type, int_in(k, 0, i)));
     }
 }
 
 void ts_fwd_int_arith(const ts_kctx *k) {
     int64_t n = numel_out(k);
-    int kind = (int)k->node->attr[0];
+    int kind = (int)k->node->attr[0], type = (int)k->node->attr[1];
     for (int64_t i = 0; i < n; i++)
-        int_out(k, i, ts_int_arith(kind, int_in(k, 0, ts_bcast_offset(&k->out_shape, &k->in_shape[0], i)),
-                                   int_in(k, 1, ts_bcast_offset(&k->out_shape, &k->in_shape[1], i))));
+        int_out(k, i, ts_int_arith_in(type, kind, int_in(k, 0, ts_bcast_offset(&k->out_shape, &k->in_shape[0], i)),
+                                      int_in(k, 1, ts_bcast_offset(&k->out_shape, &k->in_shape[1], i))));
 }
 
 /* [outer, n, inner] around dim attr[0]: each line summed in order */
@@ -125,11 +126,16 @@ static void ln_dims(const ts_kctx *k, int64_t *rows, int64_t *D) {
     *D = ts_shape_numel(&k->in_shape[1]);
     *rows = numel_out(k) / *D;
 }
+/* an i64 tensor's cells (exec.c) move w = 2 cells an index, the data's
+ * trailing dim of 2 past the indices' dims */
 void ts_fwd_gather_elements(const ts_kctx *k) {
     const ts_shape *sd = &k->in_shape[0], *si = &k->in_shape[1];
     int axis = (int)k->node->attr[0];
-    int64_t n = ts_shape_numel(si);
-    for (int64_t p = 0; p < n; p++) k->out[p] = k->in[0][ts_gather_elements_offset(sd, si, axis, p, k->in_int[1][p])];
+    int64_t n = ts_shape_numel(si), w = n ? numel_out(k) / n : 1;
+    for (int64_t p = 0; p < n; p++) {
+        int64_t at = ts_gather_elements_offset(sd, si, axis, p, k->in_int[1][p]) * w;
+        for (int64_t c = 0; c < w; c++) k->out[p * w + c] = k->in[0][at + c];
+    }
 }
 void ts_bwd_gather_elements(const ts_kctx *k) {
     const ts_shape *sd = &k->in_shape[0], *si = &k->in_shape[1];
@@ -330,4 +336,17 @@ void ts_bwd_pad(const ts_kctx *k) {
     if (!k->din[0]) return;
     ts_pad_geom g = ts_pad_geom_of(k->node, &k->in_shape[0], &k->out_shape);
     ts_pad_backward(k->din[0], k->dout, &g, ts_shape_numel(&k->in_shape[0]));
+}
+
+/* TS_OP_INT_REDUCE: each output element folds its reduced elements in
+ * order (graph/int_math.h) */
+void ts_fwd_int_reduce(const ts_kctx *k) {
+    ts_shape r = ts_reduce_kept_shape(k->node, &k->in_shape[0]);
+    int kind = (int)k->node->attr[2];
+    int64_t n = ts_shape_numel(&r), m = n ? ts_shape_numel(&k->in_shape[0]) / n : 0;
+    for (int64_t o = 0; o < n; o++) {
+        ts_int_fold f = ts_int_reduce_first(kind);
+        for (int64_t j = 0; j < m; j++) f = ts_int_reduce_step(kind, f, int_in(k, 0, ts_int_reduce_at(&k->in_shape[0], &r, o, j)), m);
+        int_out(k, o, ts_int_reduce_last(kind, f, k->out_dtype == TS_I32));
+    }
 }

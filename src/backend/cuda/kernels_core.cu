@@ -11,6 +11,7 @@
 
 extern "C" {
 #include "graph/ops.h"
+#include "graph/ops_tensor.h"
 }
 
 #include <cuda_bf16.h>
@@ -618,15 +619,16 @@ void ts_cu_fwd_bitwise(const ts_kctx *k) {
     ts_cu_check(cudaGetLastError(), op_name(k));
 }
 
-/* type: the declared type the values wrap to (ts_int_as_type); index: i32
- * indices (ts_index_of_*) */
-__global__ void convert_kernel(void *y, int to, int type, int_cells x, bool index, int64_t n) {
+/* type: the declared type the values wrap to (ts_int_as_type); from: the
+ * declared type of x's values (ts_int_to_float); index: i32 indices
+ * (ts_index_of_*) */
+__global__ void convert_kernel(void *y, int to, int type, int from, int_cells x, bool index, int64_t n) {
     TS_CU_FOR(i, n) {
         float f = x.kind == 2 ? ((const float *)x.p)[i] : 0.0f;
         if (index) ((int32_t *)y)[i] = x.kind == 2 ? ts_index_of_float(f) : ts_index_of_int(int_at(x, i));
-        else if (to == 2) ((float *)y)[i] = (float)int_at(x, i);
+        else if (to == 2) ((float *)y)[i] = ts_int_to_float(from, int_at(x, i));
         else if (x.kind == 2 && to == 3) ((float *)y)[i] = f != 0.0f ? 1.0f : 0.0f; /* NaN is true */
-        else if (x.kind == 2) int_put(y, to, i, ts_int_as_type(type, ts_float_to_int(f, to == 1 || type != TS_I32 ? 64 : 32)));
+        else if (x.kind == 2) int_put(y, to, i, ts_float_to_type(f, type));
         else int_put(y, to, i, ts_int_as_type(type, int_at(x, i)));
     }
 }
@@ -634,20 +636,21 @@ __global__ void convert_kernel(void *y, int to, int type, int_cells x, bool inde
 void ts_cu_fwd_convert(const ts_kctx *k) {
     int64_t n = numel_out(k);
     if (n <= 0) return;
-    convert_kernel<<<ts_cu_blocks(n), TS_CU_THREADS, 0, ts_cu_stream(k)>>>(k->out, cells_kind(k->out_dtype), (int)k->node->attr[0], int_input(k, 0),
+    convert_kernel<<<ts_cu_blocks(n), TS_CU_THREADS, 0, ts_cu_stream(k)>>>(k->out, cells_kind(k->out_dtype), (int)k->node->attr[0], (int)k->node->attr[2], int_input(k, 0),
                                                                            k->node->attr[1] != 0, n);
     ts_cu_check(cudaGetLastError(), op_name(k));
 }
 
-__global__ void int_arith_kernel(void *y, int to, int_cells a, int_cells b, ts_shape so, ts_shape sa, ts_shape sb, int kind, int64_t n) {
-    TS_CU_FOR(i, n) int_put(y, to, i, ts_int_arith(kind, int_at(a, ts_bcast_offset(&so, &sa, i)), int_at(b, ts_bcast_offset(&so, &sb, i))));
+__global__ void int_arith_kernel(void *y, int to, int_cells a, int_cells b, ts_shape so, ts_shape sa, ts_shape sb, int kind, int type, int64_t n) {
+    TS_CU_FOR(i, n) int_put(y, to, i, ts_int_arith_in(type, kind, int_at(a, ts_bcast_offset(&so, &sa, i)), int_at(b, ts_bcast_offset(&so, &sb, i))));
 }
 
 void ts_cu_fwd_int_arith(const ts_kctx *k) {
     int64_t n = numel_out(k);
     if (n <= 0) return;
     int_arith_kernel<<<ts_cu_blocks(n), TS_CU_THREADS, 0, ts_cu_stream(k)>>>(k->out, cells_kind(k->out_dtype), int_input(k, 0), int_input(k, 1),
-                                                                              k->out_shape, k->in_shape[0], k->in_shape[1], (int)k->node->attr[0], n);
+                                                                              k->out_shape, k->in_shape[0], k->in_shape[1], (int)k->node->attr[0],
+                                                                              (int)k->node->attr[1], n);
     ts_cu_check(cudaGetLastError(), op_name(k));
 }
 
@@ -671,6 +674,24 @@ void ts_cu_fwd_int_cumsum(const ts_kctx *k) {
     if (outer * inner <= 0 || n <= 0) return;
     int_cumsum_kernel<<<ts_cu_blocks(outer * inner), TS_CU_THREADS, 0, ts_cu_stream(k)>>>(k->out, cells_kind(k->out_dtype), int_input(k, 0), outer, n,
                                                                                          inner, k->node->attr[1] != 0, k->node->attr[2] != 0);
+    ts_cu_check(cudaGetLastError(), op_name(k));
+}
+
+/* one thread an output element, folding its reduced elements in the CPU's order */
+__global__ void int_reduce_kernel(void *y, int to, int_cells x, ts_shape in, ts_shape kept, int kind, int64_t n, int64_t m) {
+    TS_CU_FOR(o, n) {
+        ts_int_fold f = ts_int_reduce_first(kind);
+        for (int64_t j = 0; j < m; j++) f = ts_int_reduce_step(kind, f, int_at(x, ts_int_reduce_at(&in, &kept, o, j)), m);
+        int_put(y, to, o, ts_int_reduce_last(kind, f, to == 0));
+    }
+}
+
+void ts_cu_fwd_int_reduce(const ts_kctx *k) {
+    ts_shape r = ts_reduce_kept_shape(k->node, &k->in_shape[0]);
+    int64_t n = ts_shape_numel(&r), m = n ? numel_in0(k) / n : 0;
+    if (n <= 0) return;
+    int_reduce_kernel<<<ts_cu_blocks(n), TS_CU_THREADS, 0, ts_cu_stream(k)>>>(k->out, cells_kind(k->out_dtype), int_input(k, 0), k->in_shape[0], r,
+                                                                             (int)k->node->attr[2], n, m);
     ts_cu_check(cudaGetLastError(), op_name(k));
 }
 

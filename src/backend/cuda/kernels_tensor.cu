@@ -136,10 +136,14 @@ void ts_cu_bwd_gather(const ts_kctx *k) {
 
 /* --------------------------------------------------------- gather elements */
 
-/* one thread per index position (the CPU's formula, backend/ew_math.h) */
+/* one thread per cell an index moves (the CPU's formula, backend/ew_math.h;
+ * an i64 tensor's cells: w = 2 an index) */
 static __global__ void gather_elements_forward_kernel(float *out, const float *x, const int32_t *idx, ts_shape sd, ts_shape si, int axis,
-                                                      int64_t n) {
-    TS_CU_FOR(p, n) out[p] = x[ts_gather_elements_offset(&sd, &si, axis, p, idx[p])];
+                                                      int64_t n, int64_t w) {
+    TS_CU_FOR(q, n * w) {
+        int64_t p = q / w;
+        out[q] = x[ts_gather_elements_offset(&sd, &si, axis, p, idx[p]) * w + q % w];
+    }
 }
 
 /* one thread per line of index positions along the axis, in the CPU's
@@ -160,8 +164,9 @@ static __global__ void gather_elements_backward_kernel(float *dx, const float *d
 void ts_cu_fwd_gather_elements(const ts_kctx *k) {
     int64_t n = numel(&k->in_shape[1]);
     if (n == 0) return;
-    gather_elements_forward_kernel<<<ts_cu_blocks(n), TS_CU_THREADS, 0, ts_cu_stream(k)>>>(k->out, k->in[0], k->in_int[1], k->in_shape[0],
-                                                                                          k->in_shape[1], (int)k->node->attr[0], n);
+    int64_t w = numel(&k->out_shape) / n;
+    gather_elements_forward_kernel<<<ts_cu_blocks(n * w), TS_CU_THREADS, 0, ts_cu_stream(k)>>>(k->out, k->in[0], k->in_int[1], k->in_shape[0],
+                                                                                              k->in_shape[1], (int)k->node->attr[0], n, w);
     ts_cu_check(cudaGetLastError(), "GatherElements");
 }
 
