@@ -114,7 +114,8 @@ typedef enum ts_op {
     TS_OP_MAX_POOL2D_INDICES, /* MaxPool2d's attrs, PA_COLUMN_MAJOR: each winner's flat index into x (no gradient) */
     TS_OP_CONV_TRANSPOSE2D, /* in: x, w [C, OC/groups, KH, KW], bias; Conv2d's attrs and CA_OPH, CA_OPW: output padding */
     TS_OP_STOP_GRADIENT, /* x itself; no gradient flows back through it (PyTorch's detach) */
-    /* in: q [B,H,T,D], k [B,H,S,D], v [B,H,S,Dv], mask i32 broadcasting to
+    /* in: q [B,H,T,D], k [B,Hk,S,D], v [B,Hk,S,Dv] (H a multiple of Hk:
+     * query head h reads key head h / (H / Hk)), mask i32 broadcasting to
      * [B,H,T,S] (non-zero: the key is left out), optionally the same
      * attention built from the unfused ops (its twin); fattr[0]: the scale.
      * softmax(scale q k^T with the masked keys left out) v, in one pass
@@ -311,8 +312,9 @@ ts_tensor *ts_graph_convert(ts_graph *g, const ts_tensor *x, ts_dtype to);
 ts_tensor *ts_graph_cast_named(ts_graph *g, const ts_tensor *x, ts_dtype dtype, const char *name);
 
 /* Attention in one op (TS_OP_ATTENTION): softmax(scale q k^T, the keys
- * where mask is non-zero left out) v, q [B,H,T,D], k [B,H,S,D], v
- * [B,H,S,Dv], mask i32 broadcasting to [B,H,T,S]; a row whose keys are
+ * where mask is non-zero left out) v, q [B,H,T,D], k [B,Hk,S,D], v
+ * [B,Hk,S,Dv] (grouped-query where Hk < H: query head h reads key and
+ * value head h / (H / Hk)), mask i32 broadcasting to [B,H,T,S]; a row whose keys are
  * all masked averages v, as a softmax over scores filled with one value.
  * `unfused` (or NULL): the same attention built from the graph's ops
  * (BatchMatMul, Scale, MaskedFill, Softmax, BatchMatMul), whose tensors

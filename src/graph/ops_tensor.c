@@ -200,9 +200,10 @@ ts_status ts_shape_attention(const ts_tensor *n, const ts_shape *in, ts_shape *o
     const ts_shape *q = &in[0], *k = &in[1], *v = &in[2];
     if (q->ndim != 4 || k->ndim != 4 || v->ndim != 4)
         return SHAPE_ERR("Attention: q, k and v must be [batch, heads, positions, channels], got %s, %s and %s", sh(q, a), sh(k, b), sh(v, c));
-    if (q->d[0] != k->d[0] || q->d[1] != k->d[1] || k->d[0] != v->d[0] || k->d[1] != v->d[1] || k->d[2] != v->d[2] || q->d[3] != k->d[3])
-        return SHAPE_ERR("Attention: q %s, k %s and v %s must share batch and heads, k and v their positions, q and k their channels",
-                         sh(q, a), sh(k, b), sh(v, c));
+    if (q->d[0] != k->d[0] || k->d[1] < 1 || q->d[1] % k->d[1] || k->d[0] != v->d[0] || k->d[1] != v->d[1] || k->d[2] != v->d[2] ||
+        q->d[3] != k->d[3])
+        return SHAPE_ERR("Attention: q %s, k %s and v %s must share the batch, k and v their heads (q's heads a multiple of them: "
+                         "grouped-query) and positions, q and k their channels", sh(q, a), sh(k, b), sh(v, c));
     ts_shape scores = {4, {q->d[0], q->d[1], q->d[2], k->d[2]}}, bc;
     if (in[3].ndim > 4 || !ts_broadcast_shape(&scores, &in[3], &bc) || !ts_shape_equal(&bc, &scores))
         return SHAPE_ERR("Attention: the mask %s must broadcast to the scores %s", sh(&in[3], a), sh(&scores, b));

@@ -500,6 +500,108 @@ static ts_status op_group_norm_chain(importer *im, node_io *io) {
     return ts_onnx_built(im, ts_group_norm(im->g, x, w, b, (int)shape_of(io->in[1])->d[0], c->eps), &io->out[0]);
 }
 
+/* Attention's chain (onnx_fuse.h), noted as the import reaches the
+ * scale's node and the mask's (their constants are freed once read): the
+ * scale a constant scalar (never a trained parameter), the mask a
+ * constant, at most 4-D, of 0 (the key kept) and values at most -1e30
+ * (left out: -inf, or finfo.min), or a Where's of non-zero (left out:
+ * filled with a constant at most -1e30), none of its rows all masked (a
+ * softmax of -inf gives NaN there, the one pass an average), made an i32
+ * graph constant in the node's scope. */
+static ts_status attention_note(importer *im, ts_onnx_chain *c, int index) {
+    if ((size_t)index == c->scale_node && c->scale_by) {
+        const value *v = ts_onnx_lookup(im, c->scale_by);
+        double d;
+        c->scale_bad = !v || !is_const(v) || v->param || !ts_onnx_const_scalar(v, &d) || d == 0.0 || !isfinite(d);
+        if (!c->scale_bad) c->att_scale = (float)(c->scale_div ? 1.0 / d : d);
+    }
+    if ((size_t)index != c->mask_node || !c->mask) return TS_OK;
+    const value *v = ts_onnx_lookup(im, c->mask);
+    double fill = 0.0;
+    c->mask_bad = true;
+    if (!v || !is_const(v) || v->param || !v->c.v || v->c.shape.ndim > 4) return TS_OK;
+    if (c->fill ? !ts_onnx_const_scalar(ts_onnx_lookup(im, c->fill), &fill) || !(fill <= -1e30) : !ts_onnx_dtype_is_float(v->c.dtype)) return TS_OK;
+    const ts_shape *ms = &v->c.shape;
+    int64_t n = ts_shape_numel(ms), row = ms->ndim ? ms->d[ms->ndim - 1] : 1;
+    if (n < 1 || row < 1) return TS_OK;
+    int32_t *m = ts_malloc((size_t)n * sizeof *m);
+    if (!m) return TS_ERR_OUT_OF_MEMORY;
+    bool fits = true;
+    for (int64_t r = 0; r < n / row && fits; r++) {
+        bool kept = false;
+        for (int64_t j = 0; j < row && fits; j++) {
+            double x = v->c.v[r * row + j];
+            m[r * row + j] = x != 0.0;
+            kept = kept || x == 0.0;
+            fits = x == 0.0 || x <= -1e30 || c->fill; /* a Where's mask: non-zero is masked */
+        }
+        fits = fits && kept;
+    }
+    if (fits) {
+        char *name = ts_graph_op_output_name(im->g, "KeysMasked");
+        ts_array a = {.dtype = TS_I32, .ndim = ms->ndim, .data = m};
+        for (int d = 0; d < ms->ndim; d++) a.shape[d] = ms->d[d];
+        c->mask_t = name ? ts_constant(im->g, name, &a) : NULL;
+        ts_free(name);
+        c->mask_bad = !c->mask_t;
+    }
+    ts_free(m);
+    return c->mask_t || !fits ? TS_OK : ts_graph_status(im->g) ? ts_graph_status(im->g) : TS_ERR_OUT_OF_MEMORY;
+}
+
+/* k or v (j 0 or 1) of attention's chain before grouped-query's repeat:
+ * x [B,Hk,S,D] unsqueezed to [B,Hk,1,S,D], expanded to [B,Hk,r,S,D] and
+ * reshaped to `repeated` [B,Hk*r,S,D]; `repeated` itself where the values
+ * are not so. */
+static ts_tensor *heads_before_repeat(importer *im, const ts_onnx_chain *c, int j, ts_tensor *repeated) {
+    const value *x = ts_onnx_lookup(im, c->kv_src[j]), *u = ts_onnx_lookup(im, c->kv_unsq[j]), *e = ts_onnx_lookup(im, c->kv_exp[j]);
+    if (!x || !u || !e || !x->t || !u->t || !e->t || x->t->dtype != TS_F32 || x->t->shape.ndim != 4) return repeated;
+    const int64_t *d = x->t->shape.d, *r = repeated->shape.d;
+    ts_shape us = {5, {d[0], d[1], 1, d[2], d[3]}}, es = {5, {d[0], d[1], d[1] ? r[1] / d[1] : 0, d[2], d[3]}};
+    bool fits = d[1] > 0 && r[1] % d[1] == 0 && r[0] == d[0] && r[2] == d[2] && r[3] == d[3] && ts_shape_equal(&u->t->shape, &us) &&
+                ts_shape_equal(&e->t->shape, &es);
+    return fits ? x->t : repeated;
+}
+
+/* Attention's chain at its last MatMul, whose result `out` holds: that
+ * result made the one-pass Attention node with the chain's ops as its
+ * unfused twin (ts_attention; docs/onnx.md, "Attention chains"), where q,
+ * k and v are f32 [B,H,T,D], [B,H,S,D], [B,H,S,Dv] and the scale and mask
+ * fit (attention_note); else left as it is. */
+static ts_status attention_chain(importer *im, const ts_onnx_chain *c, value *out) {
+    const value *q = ts_onnx_lookup(im, c->q), *k = ts_onnx_lookup(im, c->k), *v = ts_onnx_lookup(im, c->v);
+    const ts_tensor *tq = q ? q->t : NULL, *tk = k ? k->t : NULL, *tv = v ? v->t : NULL;
+    const char *why = NULL;
+    if (!tq || !tk || !tv || !out->t || tq->dtype != TS_F32 || tk->dtype != TS_F32 || tv->dtype != TS_F32)
+        why = "q, k or v is not an f32 tensor of the graph";
+    else if (tq->shape.ndim != 4 || tk->shape.ndim != 4 || tv->shape.ndim != 4 || tq->shape.d[0] != tk->shape.d[0] || tq->shape.d[1] != tk->shape.d[1] ||
+             tk->shape.d[0] != tv->shape.d[0] || tk->shape.d[1] != tv->shape.d[1] || tk->shape.d[2] != tv->shape.d[2] || tq->shape.d[3] != tk->shape.d[3])
+        why = "q, k and v are not [B,H,T,D], [B,H,S,D] and [B,H,S,Dv]";
+    else if (c->scale_bad) why = "its scale is not a constant";
+    else if (c->mask_bad) why = "its mask is not a constant of 0 and -inf (or a masked fill of -inf) with a key kept in each row";
+    if (why) {
+        ts_logf(TS_LOG_DEBUG, "%s: node %d '%s': attention imported as its unfused ops: %s", im->path, im->node_index, im->node->name ? im->node->name : "", why);
+        return TS_OK;
+    }
+    ts_tensor *mask = c->mask_t;
+    if (!mask) {
+        int32_t none = 0;
+        char *name = ts_graph_op_output_name(im->g, "KeysMasked");
+        mask = name ? ts_constant(im->g, name, &(ts_array){.dtype = TS_I32, .ndim = 1, .shape = {1}, .data = &none}) : NULL;
+        ts_free(name);
+    }
+    ts_shape scores = {4, {tq->shape.d[0], tq->shape.d[1], tq->shape.d[2], tk->shape.d[2]}}, bc;
+    if (mask && (!ts_broadcast_shape(&scores, &mask->shape, &bc) || !ts_shape_equal(&bc, &scores))) return TS_OK; /* the twin's Add broadcasts it to more */
+    ts_tensor *kv[2] = {k->t, v->t};
+    for (int j = 0; j < 2; j++) /* grouped-query: the keys and values before their repeat */
+        if (c->kv_src[j]) kv[j] = heads_before_repeat(im, c, j, kv[j]);
+    if (kv[0]->shape.d[1] != kv[1]->shape.d[1]) kv[0] = k->t, kv[1] = v->t;
+    ts_tensor *att = mask ? ts_attention(im->g, q->t, kv[0], kv[1], mask, c->scale_by ? c->att_scale : 1.0f, out->t) : NULL;
+    if (!att) return ts_graph_status(im->g) ? ts_graph_status(im->g) : TS_ERR_OUT_OF_MEMORY;
+    out->t = att;
+    return TS_OK;
+}
+
 /* The name of the value a MatMul reads in place of its own Linear weight
  * merged into another's (TS_TORCH_TRANSPOSED_COPY): the file's tensor,
  * whose twin is the weight; no tensor of the graph is ever so named. */
@@ -548,7 +650,8 @@ ts_status ts_onnx_import_node(importer *im, const Node *n, int index) {
     ts_status vst = check_attr_versions(im);
     if (vst) return vst;
     if (im->depth == 0) im->top_index = index;
-    ts_onnx_chain *chain = im->depth == 0 ? chain_of(im, index) : NULL;
+    ts_onnx_chain *chain = im->depth == 0 ? chain_of(im, index) : NULL, *att = NULL;
+    if (chain && chain->kind == TS_ONNX_CHAIN_ATTENTION) att = chain, chain = NULL; /* its nodes imported one by one */
     if (chain && (size_t)index != chain->last) return TS_OK; /* imported with the chain's last node */
     if (chain && !chain_fits(im, chain)) {
         ts_status cst = chain_one_by_one(im, chain);
@@ -602,8 +705,10 @@ ts_status ts_onnx_import_node(importer *im, const Node *n, int index) {
     size_t first_new = ts_graph_tensor_count(im->g);
     ts_status st = scope[0] ? ts_scope_push(im->g, scope) : TS_OK;
     if (st) return ts_onnx_node_error(im, st, "%s", ts_last_error());
-    st = fn(im, &io);
+    if (att) st = attention_note(im, att, index);
+    if (!st) st = fn(im, &io);
     if (!st) keep_int_type(n->op_type, &io);
+    if (!st && att && (size_t)index == att->last) st = attention_chain(im, att, &io.out[0]);
     if (scope[0]) ts_scope_pop(im->g);
     if (st) {
         for (int i = 0; i < io.n_out; i++) ts_const_free(&io.out[i].c);
@@ -616,7 +721,7 @@ ts_status ts_onnx_import_node(importer *im, const Node *n, int index) {
      * it after another op (Gemm = MatMul + Add). */
     for (int i = 0; i < io.n_out && !st; i++) {
         value *o = &io.out[i];
-        if (o->t && !chain && (size_t)o->t->id >= first_new && !ts_op_holds_value(o->t->op) && strcmp(ts_op_get(o->t->op)->name, n->op_type) != 0) {
+        if (o->t && !chain && !att && (size_t)o->t->id >= first_new && !ts_op_holds_value(o->t->op) && strcmp(ts_op_get(o->t->op)->name, n->op_type) != 0) {
             if (scope[0]) ts_scope_push(im->g, scope);
             char *name = ts_graph_op_output_name(im->g, n->op_type);
             if (scope[0]) ts_scope_pop(im->g);

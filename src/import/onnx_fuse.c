@@ -108,6 +108,89 @@ static bool gelu_at(const scan *s, size_t i, ts_onnx_chain *c) {
     return named(c->root2) && other_input(mul, c->x) != NULL;
 }
 
+/* Whether node n's attribute `name` is the ints want[0..k) */
+static bool ints_attr_is(const Node *n, const char *name, const int64_t *want, size_t k) {
+    for (size_t a = 0; a < n->n_attribute; a++) {
+        const TensorscopeOnnx__AttributeProto *at = n->attribute[a];
+        if (!at->name || strcmp(at->name, name) != 0) continue;
+        if (at->n_ints != k) return false;
+        for (size_t j = 0; j < k; j++)
+            if (at->ints[j] != want[j]) return false;
+        return true;
+    }
+    return false;
+}
+
+/* Softmax's axis attribute is the last of 4 dims (-1 or 3; checked
+ * against the opset at import) */
+static bool last_axis(const Node *n) {
+    for (size_t a = 0; a < n->n_attribute; a++)
+        if (n->attribute[a]->name && strcmp(n->attribute[a]->name, "axis") == 0) return n->attribute[a]->i == -1 || n->attribute[a]->i == 3;
+    return false;
+}
+
+/* Whether value `name` (k or v, side 0 or 1) is another's repeated for
+ * the query heads, Reshape(Expand(Unsqueeze(x))), each read once: its
+ * nodes join c (the shapes are checked at import). */
+static void repeated_heads(const scan *s, const char *name, int side, ts_onnx_chain *c) {
+    size_t kr, ke, ku;
+    const Node *r = sole(s, name, "Reshape", &kr), *e = r && r->n_input == 2 ? sole(s, r->input[0], "Expand", &ke) : NULL;
+    const Node *u = e && e->n_input == 2 ? sole(s, e->input[0], "Unsqueeze", &ku) : NULL;
+    if (!u || u->n_input < 1 || !named(u->input[0])) return;
+    c->kv_src[side] = u->input[0], c->kv_unsq[side] = e->input[0], c->kv_exp[side] = r->input[0];
+    c->node[c->n_node++] = ku, c->node[c->n_node++] = ke, c->node[c->n_node++] = kr;
+}
+
+/* Attention's chain ending at MatMul node `i` (by v), or false:
+ * MatMul(Softmax(Add(Mul(MatMul(q, Transpose(k)), scale), mask)), v), the
+ * Mul a Div by the scale, the Add a Where(mask, fill, scores), the Mul and
+ * the Add each optional, the Mul's and the Add's operands in either
+ * order. */
+static bool attention_at(const scan *s, size_t i, ts_onnx_chain *c) {
+    const Node *out = s->gp->node[i], *sm, *x, *scores, *tr;
+    memset(c, 0, sizeof *c);
+    c->kind = TS_ONNX_CHAIN_ATTENTION;
+    if (out->n_input != 2 || out->n_output != 1 || !named(c->v = out->input[1])) return false;
+    size_t ks = 0, kx = 0, km = 0, kt = 0;
+    if (!(sm = sole(s, out->input[0], "Softmax", &ks)) || sm->n_input != 1 || !last_axis(sm)) return false;
+    c->node[c->n_node++] = ks;
+    const char *in = sm->input[0];
+    int side = 0;
+    if ((x = sole(s, in, "Add", &kx)) && x->n_input == 2) { /* the mask: the other operand than the scaled scores */
+        const Node *y = NULL;
+        for (; side < 2 && !y; side++)
+            if ((y = sole(s, x->input[side], "Mul", &km)) || (y = sole(s, x->input[side], "Div", &km)) || (y = sole(s, x->input[side], "MatMul", &km)))
+                break;
+        if (!y || !named(c->mask = x->input[1 - side])) return false;
+        c->node[c->n_node++] = c->mask_node = kx;
+        in = x->input[side];
+    } else if ((x = sole(s, in, "Where", &kx)) && x->n_input == 3 && named(x->input[0]) && named(x->input[1]) && named(x->input[2])) {
+        c->mask = x->input[0], c->fill = x->input[1]; /* masked_fill(mask, fill) */
+        c->node[c->n_node++] = c->mask_node = kx;
+        in = x->input[2];
+    }
+    if ((x = sole(s, in, "Mul", &km)) || (x = sole(s, in, "Div", &km))) { /* the scale */
+        if (x->n_input != 2) return false;
+        c->scale_div = is_op(x, "Div");
+        const Node *y = NULL;
+        for (side = 0; side < (c->scale_div ? 1 : 2) && !y; side++)
+            if ((y = sole(s, x->input[side], "MatMul", &kx))) break;
+        if (!y || !named(c->scale_by = x->input[1 - side])) return false;
+        c->node[c->n_node++] = c->scale_node = km;
+        in = x->input[side];
+    }
+    if (!(scores = sole(s, in, "MatMul", &kx)) || scores->n_input != 2 || !named(c->q = scores->input[0])) return false;
+    if (!(tr = sole(s, scores->input[1], "Transpose", &kt)) || tr->n_input != 1 || !named(c->k = tr->input[0]) ||
+        !ints_attr_is(tr, "perm", (const int64_t[]){0, 1, 3, 2}, 4))
+        return false;
+    c->node[c->n_node++] = kx, c->node[c->n_node++] = kt;
+    repeated_heads(s, c->k, 0, c);
+    repeated_heads(s, c->v, 1, c);
+    c->node[c->n_node++] = i;
+    c->last = i;
+    return true;
+}
+
 static ts_status index_graph(scan *s) {
     const struct TensorscopeOnnx__GraphProto *gp = s->gp;
     for (size_t k = 0; k < gp->n_initializer; k++)
@@ -136,7 +219,9 @@ ts_status ts_onnx_chains(const struct TensorscopeOnnx__GraphProto *gp, ts_onnx_c
     size_t cap = 0;
     for (size_t i = 0; i < gp->n_node && !st; i++) {
         ts_onnx_chain c;
-        if (!(is_op(gp->node[i], "Add") && chain_at(&s, i, &c)) && !(is_op(gp->node[i], "Mul") && gelu_at(&s, i, &c))) continue;
+        if (!(is_op(gp->node[i], "Add") && chain_at(&s, i, &c)) && !(is_op(gp->node[i], "Mul") && gelu_at(&s, i, &c)) &&
+            !(is_op(gp->node[i], "MatMul") && attention_at(&s, i, &c)))
+            continue;
         if ((st = ts_grow((void **)out, &cap, *n + 1, sizeof **out))) break;
         (*out)[(*n)++] = c;
     }

@@ -119,7 +119,15 @@ ts_status ts_onnx_op_matmul(importer *im, node_io *io) {
     }
     if (b->shape.ndim > 2 || (a->shape.ndim > 2 && !twin && !io->in[1]->param && b->shape.ndim == a->shape.ndim))
         return ts_onnx_built(im, ts_matmul_batched(im->g, a, b, 0, 0), &io->out[0]);
-    ts_tensor *y = ts_onnx_matmul_2d(im, a, b, twin != NULL, &st);
+    bool transb = twin != NULL;
+    if (!transb && b->op == TS_OP_PERMUTE && b->n_in == 1 && b->attr[0] == 1 && b->attr[1] == 0) {
+        /* B = Transpose(W) (TorchScript's Linear without a bias): x W^T
+         * read from W, with no copy of W nor of its gradient each step; the
+         * Transpose's tensor stays (computed only where observed) */
+        b = im->g->t[b->in[0]];
+        transb = true;
+    }
+    ts_tensor *y = ts_onnx_matmul_2d(im, a, b, transb, &st);
     return y ? ts_onnx_built(im, y, &io->out[0]) : st;
 }
 

@@ -385,7 +385,7 @@ ts_status ts_onnx_op_expand(importer *im, node_io *io) {
 
 /* Trilu: the upper (upper=1) or lower triangle of the last two axes, from
  * the diagonal k (constant input 1, default 0) on: where(mask, x, 0), the
- * mask a graph constant [M,N]. */
+ * mask a graph constant [M,N]; of a constant, the constant folded. */
 ts_status ts_onnx_op_trilu(importer *im, node_io *io) {
     ts_status st = TS_OK;
     double k = 0.0;
@@ -393,6 +393,19 @@ ts_status ts_onnx_op_trilu(importer *im, node_io *io) {
     if ((st = ts_onnx_attr_int32(im, "upper", 1, 0, 1, &upper))) return st;
     if (io->n_in > 1 && io->in[1] && !ts_onnx_setting_scalar(im, io->in[1], &k, &st))
         return st ? st : ts_onnx_node_error(im, TS_ERR_UNSUPPORTED, "its k ('%s') must be a constant%s", io->in[1]->name, ts_onnx_bind_hint(io->in[1]));
+    const value *c = io->in[0];
+    if (is_const(c) && !c->param && c->c.v && c->c.shape.ndim >= 2) { /* a constant's triangle, folded (a causal mask made in forward) */
+        if ((st = ts_const_copy_exact(&c->c, &io->out[0].c))) return ts_onnx_fold_result(im, st);
+        ts_const *o = &io->out[0].c;
+        int64_t M = o->shape.d[o->shape.ndim - 2], N = o->shape.d[o->shape.ndim - 1], n = ts_shape_numel(&o->shape);
+        for (int64_t e = 0; e < n; e++) {
+            int64_t i = e / N % M, j = e % N;
+            if (upper ? (double)(j - i) >= k : (double)(j - i) <= k) continue;
+            o->v[e] = 0.0;
+            if (o->iv) o->iv[e] = 0;
+        }
+        return TS_OK;
+    }
     ts_tensor *x0 = ts_onnx_as_tensor(im, io->in[0], &st), *x = x0 && is_int_tensor(x0) ? x0 : ts_onnx_f32_of(im, x0, &st);
     if (!x) return st;
     if (x->shape.ndim < 2) return ts_onnx_node_error(im, TS_ERR_SHAPE, "takes an input of at least 2 dimensions; it has %d", x->shape.ndim);

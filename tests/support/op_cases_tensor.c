@@ -6,7 +6,8 @@
  * matmul with each transpose and broadcast, permutations that merge dims
  * or move dims of 1, slices at the ends, every pad mode with crops,
  * concat of one to eight parts along inner and negative dims, and
- * attention with per-sample and per-head masks, fully masked rows and its
+ * attention with per-sample and per-head masks, fully masked rows, key
+ * heads shared by groups of query heads, queries in several blocks and its
  * unfused twin. */
 #include "op_check.h"
 
@@ -231,27 +232,29 @@ static void concat_cases(ts_op_checker *c) {
     concat_case(c, 2, (int64_t[]){300, 0}, 1, 2, (int64_t[]){130, 131});        /* 78300 elements */
 }
 
-/* q [B,H,T,D], k [B,H,S,D], v [B,H,S,Dv] and a random 0/1 mask of shape
+/* q [B,H,T,D], k [B,Hk,S,D], v [B,Hk,S,Dv] and a random 0/1 mask of shape
  * m[0..nm) (some rows then have every key masked); with `twin`, the node
  * carries an unfused twin [B,H,T,Dv] and copies it */
-static void attention_case(ts_op_checker *c, int64_t B, int64_t H, int64_t T, int64_t S, int64_t D, int64_t Dv, int nm, const int64_t *m,
-                           bool twin) {
+static void attention_case(ts_op_checker *c, int64_t B, int64_t H, int64_t Hk, int64_t T, int64_t S, int64_t D, int64_t Dv, int nm,
+                           const int64_t *m, bool twin) {
     char label[160], sm[64] = "";
     for (int q = 0, o = 0; q < nm; q++) o += snprintf(sm + o, sizeof sm - (size_t)o, q ? ",%lld" : "%lld", (long long)m[q]);
-    snprintf(label, sizeof label, "q [%lld,%lld,%lld,%lld] k [.., %lld, %lld] v [.., %lld] mask [%s]%s", (long long)B, (long long)H,
-             (long long)T, (long long)D, (long long)S, (long long)D, (long long)Dv, sm, twin ? " with its twin" : "");
+    snprintf(label, sizeof label, "q [%lld,%lld,%lld,%lld] k [.., %lld, %lld, %lld] v [.., %lld] mask [%s]%s", (long long)B, (long long)H,
+             (long long)T, (long long)D, (long long)Hk, (long long)S, (long long)D, (long long)Dv, sm, twin ? " with its twin" : "");
     ts_graph *g = ts_graph_new(1);
-    ts_tensor *q = in_f32(g, "q", 4, (int64_t[]){B, H, T, D}), *k = in_f32(g, "k", 4, (int64_t[]){B, H, S, D});
-    ts_tensor *v = ts_param(g, "v", 4, (int64_t[]){B, H, S, Dv}), *mask = ts_input(g, "mask", TS_I32, nm, m);
+    ts_tensor *q = in_f32(g, "q", 4, (int64_t[]){B, H, T, D}), *k = in_f32(g, "k", 4, (int64_t[]){B, Hk, S, D});
+    ts_tensor *v = ts_param(g, "v", 4, (int64_t[]){B, Hk, S, Dv}), *mask = ts_input(g, "mask", TS_I32, nm, m);
     ts_tensor *tw = twin ? in_f32(g, "twin", 4, (int64_t[]){B, H, T, Dv}) : NULL;
     ts_op_check(c, label, ts_attention(g, q, k, v, mask, 0.7f, tw), NULL);
     ts_graph_free(g);
 }
 
 static void attention_cases(ts_op_checker *c) {
-    attention_case(c, 2, 3, 5, 7, 4, 4, 4, (int64_t[]){2, 1, 1, 7}, false);    /* padding: per sample and key */
-    attention_case(c, 1, 2, 3, 3, 5, 2, 4, (int64_t[]){1, 2, 3, 3}, false);    /* per head, rows with every key masked */
-    attention_case(c, 2, 2, 4, 6, 3, 5, 2, (int64_t[]){4, 6}, true);           /* the twin's copy */
+    attention_case(c, 2, 3, 3, 5, 7, 4, 4, 4, (int64_t[]){2, 1, 1, 7}, false);    /* padding: per sample and key */
+    attention_case(c, 1, 2, 2, 3, 3, 5, 2, 4, (int64_t[]){1, 2, 3, 3}, false);    /* per head, rows with every key masked */
+    attention_case(c, 2, 2, 2, 4, 6, 3, 5, 2, (int64_t[]){4, 6}, true);           /* the twin's copy */
+    attention_case(c, 2, 6, 2, 5, 7, 4, 3, 4, (int64_t[]){2, 6, 1, 7}, false);    /* grouped-query: 3 query heads a key head */
+    attention_case(c, 1, 4, 1, 70, 70, 3, 2, 4, (int64_t[]){1, 4, 70, 70}, false); /* three blocks of queries in two groups, two tiles of keys */
 }
 
 void ts_op_cases_tensor(ts_op_checker *c) {

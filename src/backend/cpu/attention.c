@@ -1,7 +1,10 @@
 /* attention.c -- attention in one pass over the keys (TS_OP_ATTENTION):
  * softmax(scale q k^T, masked keys left out) v without the [T, S] scores
- * or probabilities in memory. Each (batch, head) pair is one thread's
- * work, by blocks of ATT_TILE queries against tiles of ATT_TILE keys: a
+ * or probabilities in memory. Each (batch, key head) group, the query
+ * heads that share that key and value head (one where there are as many
+ * key heads as query heads), is one thread's work, so that the
+ * backward's sums into dk and dv are one thread's; each (batch, head)
+ * pair of it by blocks of ATT_QB queries against tiles of ATT_TILE keys: a
  * block's scores against a tile, and what they give back, are products on
  * a one-thread OpenBLAS into the thread's workspace slot (one tile of
  * scores, and in the backward one of their gradients: 32 KB). The forward
@@ -24,6 +27,10 @@
 #include <string.h>
 
 #define ATT_TILE 64
+/* queries a block: half a tile, so that under a causal mask the first
+ * half of a tile's queries reads the first half of its keys alone (a
+ * quarter of the work of T = S = 64 left out) */
+#define ATT_QB 32
 
 /* floats of one thread's slot: a tile of scores (then probabilities),
  * one of their gradients, and per query row of the block its max, sum,
@@ -34,7 +41,7 @@ static size_t slot_floats(const ts_attn_geom *g) {
 }
 
 static int64_t slots(const ts_attn_geom *g, int threads) {
-    int64_t bh = g->B * g->H;
+    int64_t bh = g->B * g->Hk;
     return bh < threads ? (bh > 0 ? bh : 1) : threads;
 }
 
@@ -100,46 +107,49 @@ static float exp_sum(float *restrict s, int64_t n, float m) {
     return t;
 }
 
-/* The key ends of a block's rows: what end holds, the mask rows it was
- * computed from (their first row and count). A mask broadcast over the
- * batch and heads (a causal one) gives every pair the same rows, so a
- * slot computes them once rather than once a pair. */
+/* The key ends of a group of ATT_TILE query rows (two blocks): what end
+ * holds, the mask rows it was computed from (their first row and count).
+ * A mask broadcast over the batch and heads (a causal one) gives every
+ * pair the same rows, so a slot computes them once rather than once a
+ * pair. */
 typedef struct ends_held {
     const int32_t *rows;
     int64_t n;
 } ends_held;
 
-/* queries [i0, i0 + qb) of pair bh: the rows' key ends into end, their max */
-static int64_t block_ends(const ts_attn_geom *g, int64_t b, int64_t h, int64_t i0, int64_t qb, int32_t *end, ends_held *held) {
-    const int32_t *rows = mask_row(g, b, h, i0);
-    if (held->rows != rows || held->n != qb) {
-        for (int64_t i = 0; i < qb; i++) end[i] = (int32_t)row_end(g, mask_row(g, b, h, i0 + i));
-        *held = (ends_held){rows, qb};
+/* The key ends of the block at query i0 of pair bh: those of its group
+ * of ATT_TILE queries (computed into end when not held), from the
+ * block's first row. */
+static int32_t *group_ends(const ts_attn_geom *g, int64_t b, int64_t h, int64_t i0, int32_t *end, ends_held *held) {
+    int64_t first = i0 / ATT_TILE * ATT_TILE, n = g->T - first < ATT_TILE ? g->T - first : ATT_TILE;
+    const int32_t *rows = mask_row(g, b, h, first);
+    if (held->rows != rows || held->n != n) {
+        for (int64_t i = 0; i < n; i++) end[i] = (int32_t)row_end(g, mask_row(g, b, h, first + i));
+        *held = (ends_held){rows, n};
     }
-    int64_t last = 0;
-    for (int64_t i = 0; i < qb; i++) last = end[i] > last ? end[i] : last;
-    return last;
+    return end + (i0 - first);
 }
 
 static void fwd_pair(const att_job *a, float *ws, int64_t bh, ends_held *held) {
     const ts_attn_geom *g = a->g;
-    int64_t b = bh / g->H, h = bh % g->H, T = g->T, S = g->S, D = g->D, Dv = g->Dv;
-    const float *q = a->q + bh * T * D, *k = a->k + bh * S * D, *v = a->v + bh * S * Dv;
+    int64_t b = bh / g->H, h = bh % g->H, T = g->T, S = g->S, D = g->D, Dv = g->Dv, kh = b * g->Hk + h / (g->H / g->Hk);
+    const float *q = a->q + bh * T * D, *k = a->k + kh * S * D, *v = a->v + kh * S * Dv;
     float *out = a->out + bh * T * Dv, *lse = a->lse + bh * T;
     float *sc = ws, *mrow = sc + 2 * ATT_TILE * ATT_TILE, *sum = mrow + ATT_TILE;
     int32_t *end = (int32_t *)(void *)(sum + 2 * ATT_TILE);
-    for (int64_t i0 = 0; i0 < T; i0 += ATT_TILE) {
-        int64_t qb = T - i0 < ATT_TILE ? T - i0 : ATT_TILE;
-        int64_t last = block_ends(g, b, h, i0, qb, end, held);
+    for (int64_t i0 = 0; i0 < T; i0 += ATT_QB) {
+        int64_t qb = T - i0 < ATT_QB ? T - i0 : ATT_QB, last = 0;
+        const int32_t *e = group_ends(g, b, h, i0, end, held);
+        for (int64_t i = 0; i < qb; i++) last = e[i] > last ? e[i] : last;
         float *ob = out + i0 * Dv;
         for (int64_t i = 0; i < qb; i++) mrow[i] = -INFINITY, sum[i] = 0.0f;
         memset(ob, 0, (size_t)(qb * Dv) * sizeof *ob);
         for (int64_t j0 = 0; j0 < last; j0 += ATT_TILE) {
-            int64_t n = S - j0 < ATT_TILE ? S - j0 : ATT_TILE;
+            int64_t n = last - j0 < ATT_TILE ? last - j0 : ATT_TILE; /* the keys a row of the block sees */
             ts_gemm_serial(false, true, qb, n, D, q + i0 * D, D, k + j0 * D, D, 0.0f, sc, ATT_TILE);
             for (int64_t i = 0; i < qb; i++) {
                 float *s = sc + i * ATT_TILE, *oi = ob + i * Dv;
-                float mx = scale_mask(g, s, mask_row(g, b, h, i0 + i), end[i], j0, n);
+                float mx = scale_mask(g, s, mask_row(g, b, h, i0 + i), e[i], j0, n);
                 if (mx == -INFINITY) { /* every key of the tile masked: nothing from it */
                     memset(s, 0, (size_t)n * sizeof *s);
                     continue;
@@ -173,39 +183,40 @@ static void fwd_pair(const att_job *a, float *ws, int64_t bh, ends_held *held) {
 
 static void bwd_pair(const att_job *a, float *ws, int64_t bh, ends_held *held) {
     const ts_attn_geom *g = a->g;
-    int64_t b = bh / g->H, h = bh % g->H, T = g->T, S = g->S, D = g->D, Dv = g->Dv;
-    const float *q = a->q + bh * T * D, *k = a->k + bh * S * D, *v = a->v + bh * S * Dv;
+    int64_t b = bh / g->H, h = bh % g->H, T = g->T, S = g->S, D = g->D, Dv = g->Dv, kh = b * g->Hk + h / (g->H / g->Hk);
+    const float *q = a->q + bh * T * D, *k = a->k + kh * S * D, *v = a->v + kh * S * Dv;
     const float *o = a->o + bh * T * Dv, *dout = a->dout + bh * T * Dv, *lse = a->lse_in + bh * T;
-    float *dq = a->dq ? a->dq + bh * T * D : NULL, *dk = a->dk ? a->dk + bh * S * D : NULL, *dv = a->dv ? a->dv + bh * S * Dv : NULL;
+    float *dq = a->dq ? a->dq + bh * T * D : NULL, *dk = a->dk ? a->dk + kh * S * D : NULL, *dv = a->dv ? a->dv + kh * S * Dv : NULL;
+    bool first = h % (g->H / g->Hk) == 0; /* the group's first query head: dk and dv start here */
     float *pt = ws, *ds = pt + ATT_TILE * ATT_TILE, *dd = ds + ATT_TILE * ATT_TILE;
     int32_t *end = (int32_t *)(void *)(dd + 3 * ATT_TILE);
     /* the first writer of a gradient clears it here, while the pair's
      * slice is about to be in cache anyway, rather than in a pass before */
     if (dq && (a->store & 1u)) memset(dq, 0, (size_t)(T * D) * sizeof *dq);
-    if (dk && (a->store & 2u)) memset(dk, 0, (size_t)(S * D) * sizeof *dk);
-    if (dv && (a->store & 4u)) memset(dv, 0, (size_t)(S * Dv) * sizeof *dv);
-    for (int64_t i0 = 0; i0 < T; i0 += ATT_TILE) {
-        int64_t qb = T - i0 < ATT_TILE ? T - i0 : ATT_TILE;
-        block_ends(g, b, h, i0, qb, end, held);
+    if (dk && first && (a->store & 2u)) memset(dk, 0, (size_t)(S * D) * sizeof *dk);
+    if (dv && first && (a->store & 4u)) memset(dv, 0, (size_t)(S * Dv) * sizeof *dv);
+    for (int64_t i0 = 0; i0 < T; i0 += ATT_QB) {
+        int64_t qb = T - i0 < ATT_QB ? T - i0 : ATT_QB;
+        int32_t *e = group_ends(g, b, h, i0, end, held);
         const float *gb = dout + i0 * Dv;
         int64_t last = 0;
         for (int64_t i = 0; i < qb; i++) {
             const float *oi = o + (i0 + i) * Dv, *gi = gb + i * Dv;
             dd[i] = (float)ts_lane_sum(gi, 0.0f, oi, 0.0f, Dv);
             if (lse[i0 + i] == INFINITY) { /* every key masked: the mean's gradient, to v alone */
-                end[i] = 0;
+                e[i] = 0;
                 held->rows = NULL; /* end no longer the mask's alone */
                 for (int64_t j = 0; dv && j < S; j++)
                     for (int64_t d = 0; d < Dv; d++) dv[j * Dv + d] += gi[d] / (float)S;
             }
-            last = end[i] > last ? end[i] : last;
+            last = e[i] > last ? e[i] : last;
         }
         for (int64_t j0 = 0; j0 < last; j0 += ATT_TILE) {
-            int64_t n = S - j0 < ATT_TILE ? S - j0 : ATT_TILE;
+            int64_t n = last - j0 < ATT_TILE ? last - j0 : ATT_TILE; /* the keys a row of the block sees */
             ts_gemm_serial(false, true, qb, n, D, q + i0 * D, D, k + j0 * D, D, 0.0f, pt, ATT_TILE);
             for (int64_t i = 0; i < qb; i++) { /* the probabilities, again */
                 float *p = pt + i * ATT_TILE, l = lse[i0 + i];
-                scale_mask(g, p, mask_row(g, b, h, i0 + i), end[i], j0, n);
+                scale_mask(g, p, mask_row(g, b, h, i0 + i), e[i], j0, n);
                 for (int64_t j = 0; j < n; j++) p[j] = ts_vexp(p[j] - l);
             }
             if (dv) ts_gemm_serial(true, false, n, Dv, qb, pt, ATT_TILE, gb, Dv, 1.0f, dv + j0 * Dv, Dv);
@@ -223,20 +234,20 @@ static void bwd_pair(const att_job *a, float *ws, int64_t bh, ends_held *held) {
 
 static void fwd_slots(void *ctx, int64_t begin, int64_t end) {
     const att_job *a = ctx;
-    int64_t bh = a->g->B * a->g->H;
+    int64_t groups = a->g->B * a->g->Hk, per = a->g->H / a->g->Hk;
     for (int64_t slot = begin; slot < end; slot++) {
         ends_held held = {NULL, 0};
-        for (int64_t p = bh * slot / a->slots; p < bh * (slot + 1) / a->slots; p++)
+        for (int64_t p = groups * slot / a->slots * per; p < groups * (slot + 1) / a->slots * per; p++)
             fwd_pair(a, a->ws + (size_t)slot * slot_floats(a->g), p, &held);
     }
 }
 
 static void bwd_slots(void *ctx, int64_t begin, int64_t end) {
     const att_job *a = ctx;
-    int64_t bh = a->g->B * a->g->H;
+    int64_t groups = a->g->B * a->g->Hk, per = a->g->H / a->g->Hk;
     for (int64_t slot = begin; slot < end; slot++) {
         ends_held held = {NULL, 0};
-        for (int64_t p = bh * slot / a->slots; p < bh * (slot + 1) / a->slots; p++)
+        for (int64_t p = groups * slot / a->slots * per; p < groups * (slot + 1) / a->slots * per; p++)
             bwd_pair(a, a->ws + (size_t)slot * slot_floats(a->g), p, &held);
     }
 }

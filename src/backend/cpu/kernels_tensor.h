@@ -102,8 +102,10 @@ void ts_softmax_rows_backward(ts_pool *p, float *dx, const float *dout, const fl
  * 0), non-zero: key j left out of row i. lse [B,H,T]: each row's
  * log-sum-exp, which the backward reads. ws: ts_attention_workspace
  * floats. The backward accumulates into dq, dk, dv (each may be NULL). */
+/* Hk: the key and value heads, H a multiple of them (grouped-query: query
+ * head h reads key head h / (H / Hk)) */
 typedef struct ts_attn_geom {
-    int64_t B, H, T, S, D, Dv;
+    int64_t B, H, T, S, D, Dv, Hk;
     float scale;
     const int32_t *mask;
     int64_t ms[4];
