@@ -227,6 +227,9 @@ static size_t shared_floats(const ts_conv_geom *g, int threads) {
 }
 
 static size_t wino_floats(const ts_conv_geom *g);
+static int wino_m(const ts_conv_geom *g, bool kept);
+static void conv_fwd_winograd(ts_pool *p, float *ws, float *y, const float *x, const float *w, const float *b, const ts_conv_geom *g, int m,
+                              float *cache, uint64_t key, bool accumulate);
 
 /* im2col's workspace: a slot per thread, or the shared forward's columns */
 static size_t cols_floats(const ts_conv_geom *g, int threads) {
@@ -265,7 +268,8 @@ static size_t dgrad_w_floats(const ts_conv_geom *g) { return ((size_t)(g->OC * (
 static size_t dgrad_floats(const ts_conv_geom *g, int threads) {
     if (!dgrad_fits(g)) return 0;
     ts_conv_geom d = dgrad_geom(g);
-    return dgrad_w_floats(g) + cols_floats(&d, threads);
+    size_t cols = cols_floats(&d, threads), wino = wino_floats(&d);
+    return dgrad_w_floats(g) + (cols > wino ? cols : wino);
 }
 
 size_t ts_conv2d_workspace(const ts_conv_geom *g, int threads) {
@@ -523,6 +527,11 @@ static void dgrad_by_conv(ts_pool *p, float *ws, float *dx, const float *dy, con
     ts_conv_geom d = dgrad_geom(g);
     dgrad_job dj = {g, ws, w};
     ts_pool_for(p, g->C, grain_for(g->OC / g->groups * g->KH * g->KW), dgrad_weights, &dj);
+    int m = wino_m(&d, false);
+    if (m) { /* a 3x3 with enough tiles: Winograd's products, as the forward pass's */
+        conv_fwd_winograd(p, ws + dgrad_w_floats(g), dx, dy, dj.wt, NULL, &d, m, NULL, 0, !store);
+        return;
+    }
     conv_job j = conv_job_for(p, ws + dgrad_w_floats(g), &d);
     j.y = dx, j.x = dy, j.w = dj.wt, j.accumulate = !store; /* storing: the forward's product, beta 0 */
     if (j.shared) conv_fwd_shared(p, &j);
@@ -650,6 +659,7 @@ typedef struct wino_job {
     int64_t row0, row1; /* the chunk's tile rows, over the batch (N * TH) */
     int64_t ld;         /* its tiles rounded up to WINO_NT / 2: the distance between the E rows of V and of M */
     float *pk;          /* per e: WINO_NT tiles of V[e] packed for the products */
+    bool accumulate;    /* the outputs add to y (an input gradient: dx +=) */
 } wino_job;
 
 /* tiles the products take at a time (wino_products): WINO_NT, the last
@@ -673,7 +683,7 @@ static int64_t wino_chunk_rows(const wino_job *j) {
     return (rows_all + chunks - 1) / chunks;
 }
 
-/* U [OC, E, C] (in the workspace unless kept), then V [C, E, tiles] and M
+/* U [E, OC, C] (wino_weights) (in the workspace unless kept), then V [C, E, tiles] and M
  * [OC, E, tiles] of a chunk: the E matrices interleaved by rows, so that a
  * transform writes or reads its E values close together (whole matrices
  * apart, they fell on the same cache sets). The workspace holds either
@@ -741,18 +751,37 @@ static inline void wino_at(int m, const float *s, int64_t ss, float *d, int64_t 
     d[0] = s[0] + p + r, d[ds] = q + 2.0f * t, d[2 * ds] = p + 4.0f * r, d[3 * ds] = q + 8.0f * t + s[5 * ss];
 }
 
-/* U[oc, e, c] = (G g G^T)[e] of the kernel w[oc, c] */
-static void wino_weights(void *vj, int64_t oc0, int64_t oc1) {
+/* U[e] = (G g G^T)[e] of the kernels w[oc, c], each U[e] [OC, C] stored
+ * as the products read it (wino_products): its rows in blocks of WINO_MR,
+ * a block's rows [C][rows] side by side (the last block's, OC % WINO_MR,
+ * likewise), so that a block's values for one c are adjacent. Threads
+ * split the blocks. */
+#define WINO_MR 6
+
+static void wino_weights(void *vj, int64_t b0, int64_t b1) {
+    enum { CB = 16 }; /* input channels a pass: their a*a values for a block's rows stay in L1 */
     const wino_job *j = vj;
-    int64_t C = j->g->C;
-    int a = j->a;
-    for (int64_t oc = oc0; oc < oc1; oc++)
-        for (int64_t c = 0; c < C; c++) {
-            const float *k = j->w + (oc * C + c) * 9;
-            float t[6][3];
-            for (int q = 0; q < 3; q++) wino_g(j->m, k + q, 3, &t[0][q], 3);
-            for (int r = 0; r < a; r++) wino_g(j->m, t[r], 1, j->u + (oc * j->E + r * a) * C + c, C);
+    int64_t C = j->g->C, OC = j->g->OC;
+    int a = j->a, E = j->E;
+    float d[CB][WINO_MR][36];
+    for (int64_t b = b0; b < b1; b++) {
+        int64_t first = b * WINO_MR, rows = OC - first < WINO_MR ? OC - first : WINO_MR;
+        for (int64_t c0 = 0; c0 < C; c0 += CB) {
+            int64_t nc = C - c0 < CB ? C - c0 : CB;
+            for (int64_t c = 0; c < nc; c++)
+                for (int64_t r = 0; r < rows; r++) {
+                    const float *k = j->w + ((first + r) * C + c0 + c) * 9;
+                    float t[6][3];
+                    for (int q = 0; q < 3; q++) wino_g(j->m, k + q, 3, &t[0][q], 3);
+                    for (int i = 0; i < a; i++) wino_g(j->m, t[i], 1, d[c][r] + i * a, 1);
+                }
+            for (int e = 0; e < E; e++) { /* U[e]'s rows of the block, these channels: one run of nc * rows floats */
+                float *u = j->u + (e * OC + first) * C + c0 * rows;
+                for (int64_t c = 0; c < nc; c++)
+                    for (int64_t r = 0; r < rows; r++) u[c * rows + r] = d[c][r][e];
+            }
         }
+    }
 }
 
 /* The transforms of a row of tiles go WINO_BLOCK tiles at a time through
@@ -825,8 +854,8 @@ static void wino_input(void *vj, int64_t c0, int64_t c1) {
 }
 
 /* The products M[e] = U[e] V[e] in registers: WINO_NT tiles (two vectors
- * of 8) by 4 output channels at a time, summed over the input channels, U
- * and V read where they lie. Through OpenBLAS, which copies both operands
+ * of 8) by WINO_MR output channels at a time, summed over the input
+ * channels, U read where it lies (in blocks of WINO_MR rows). Through OpenBLAS, which copies both operands
  * into its own layout at every call, the copies cost about a third of the
  * products: U is the same from call to call, and each value of V serves
  * only OC multiply-adds (64 in ResNet's first stage). */
@@ -857,19 +886,21 @@ static inline wino_vec wino_load(const float *p) {
 
 static inline void wino_store(float *p, wino_vec v) { memcpy(p, &v, sizeof v); }
 
-/* mm[r, t] = sum_c u[r, c] pk[c, t] for rows r < R of u (ldu apart) and
- * t < NV vectors (pk: rows of WINO_NT floats; mm: rows ldm apart);
- * inlined with R and NV constant, the sums stay in registers */
-static inline __attribute__((always_inline)) void wino_block_rows(int R, int NV, const float *restrict u, int64_t ldu,
-                                                                  const float *restrict pk, float *restrict mm, int64_t ldm, int64_t C) {
-    wino_vec acc[4][WINO_NV];
+/* mm[r, t] = sum_c u[c, r] pk[c, t] for the R rows of a block of U
+ * (wino_weights: [C][R]) and t < NV vectors (pk: rows of WINO_NT floats;
+ * mm: rows ldm apart); inlined with R and NV constant, the 12 sums of a
+ * full block stay in registers (6 x 2 vectors: each c's two loads of pk and
+ * six broadcasts serve 12 multiply-adds) */
+static inline __attribute__((always_inline)) void wino_block_rows(int R, int NV, const float *restrict u, const float *restrict pk,
+                                                                  float *restrict mm, int64_t ldm, int64_t C) {
+    wino_vec acc[WINO_MR][WINO_NV];
     for (int r = 0; r < R; r++)
         for (int k = 0; k < NV; k++) acc[r][k] = (wino_vec){0};
     for (int64_t c = 0; c < C; c++) {
         wino_vec x[WINO_NV];
         for (int k = 0; k < NV; k++) x[k] = wino_load(pk + c * WINO_NT + k * WINO_VW);
         for (int r = 0; r < R; r++) {
-            wino_vec s = WINO_SPLAT(u[r * ldu + c]);
+            wino_vec s = WINO_SPLAT(u[c * R + r]);
             for (int k = 0; k < NV; k++) acc[r][k] = WINO_FMA(s, x[k], acc[r][k]);
         }
     }
@@ -877,28 +908,41 @@ static inline __attribute__((always_inline)) void wino_block_rows(int R, int NV,
         for (int k = 0; k < NV; k++) wino_store(mm + r * ldm + k * WINO_VW, acc[r][k]);
 }
 
-/* the products of WINO_NT tiles (NV = WINO_NV) or half as many, packed in pk */
-static inline __attribute__((always_inline)) void wino_block(int NV, const float *u, int64_t ldu, const float *pk, float *mm, int64_t ldm,
-                                                             int64_t OC, int64_t C) {
+/* the products of WINO_NT tiles (NV = WINO_NV) or half as many, packed in
+ * pk, for every block of rows of U[e] (u) */
+static inline __attribute__((always_inline)) void wino_block(int NV, const float *u, const float *pk, float *mm, int64_t ldm, int64_t OC,
+                                                             int64_t C) {
     int64_t oc = 0;
-    for (; oc + 4 <= OC; oc += 4) wino_block_rows(4, NV, u + oc * ldu, ldu, pk, mm + oc * ldm, ldm, C);
-    for (; oc < OC; oc++) wino_block_rows(1, NV, u + oc * ldu, ldu, pk, mm + oc * ldm, ldm, C);
+    for (; oc + WINO_MR <= OC; oc += WINO_MR) wino_block_rows(WINO_MR, NV, u + oc * C, pk, mm + oc * ldm, ldm, C);
+    switch (OC - oc) { /* the last block's rows: a constant count each */
+    case 5: wino_block_rows(5, NV, u + oc * C, pk, mm + oc * ldm, ldm, C); break;
+    case 4: wino_block_rows(4, NV, u + oc * C, pk, mm + oc * ldm, ldm, C); break;
+    case 3: wino_block_rows(3, NV, u + oc * C, pk, mm + oc * ldm, ldm, C); break;
+    case 2: wino_block_rows(2, NV, u + oc * C, pk, mm + oc * ldm, ldm, C); break;
+    case 1: wino_block_rows(1, NV, u + oc * C, pk, mm + oc * ldm, ldm, C); break;
+    default: break;
+    }
 }
 
 /* M[e] = U[e] V[e] for e in [e0, e1): WINO_NT tiles at a time, packed
  * together (in V, a row of a matrix is E rows from the next: the rows of
- * one e fell on few cache sets), then 4 output channels at a time over
- * them */
+ * one e fell on few cache sets), then WINO_MR output channels at a time
+ * over them */
 static void wino_products(void *vj, int64_t e0, int64_t e1) {
     const wino_job *j = vj;
-    int64_t C = j->g->C, OC = j->g->OC, E = j->E, ld = j->ld, ldu = E * C, ldm = E * ld;
+    int64_t C = j->g->C, OC = j->g->OC, E = j->E, ld = j->ld, ldm = E * ld;
     float *pk = j->pk + e0 * C * WINO_NT; /* this slice's */
     for (int64_t e = e0; e < e1; e++)
         for (int64_t t = 0; t < ld; t += WINO_NT) {
             int64_t n = ld - t < WINO_NT ? ld - t : WINO_NT;
-            for (int64_t c = 0; c < C; c++) memcpy(pk + c * WINO_NT, j->v + c * ldm + e * ld + t, (size_t)n * sizeof(float));
-            if (n == WINO_NT) wino_block(WINO_NV, j->u + e * C, ldu, pk, j->mm + e * ld + t, ldm, OC, C);
-            else wino_block(WINO_NV / 2, j->u + e * C, ldu, pk, j->mm + e * ld + t, ldm, OC, C);
+            const float *v = j->v + e * ld + t;
+            if (n == WINO_NT) /* a constant count: vector moves, not a call */
+                for (int64_t c = 0; c < C; c++)
+                    for (int k = 0; k < WINO_NT; k++) pk[c * WINO_NT + k] = v[c * ldm + k];
+            else
+                for (int64_t c = 0; c < C; c++) memcpy(pk + c * WINO_NT, v + c * ldm, (size_t)n * sizeof(float));
+            if (n == WINO_NT) wino_block(WINO_NV, j->u + e * OC * C, pk, j->mm + e * ld + t, ldm, OC, C);
+            else wino_block(WINO_NV / 2, j->u + e * OC * C, pk, j->mm + e * ld + t, ldm, OC, C);
         }
 }
 
@@ -945,7 +989,9 @@ static void wino_output(void *vj, int64_t oc0, int64_t oc1) {
                 int64_t cols = OW - t0 * m < WINO_BLOCK * m ? OW - t0 * m : WINO_BLOCK * m;
                 for (int64_t i = 0; i < rows; i++) {
                     float *yr = y + i * OW + t0 * m;
-                    if (cols == WINO_BLOCK * m)
+                    if (j->accumulate)
+                        for (int64_t x = 0; x < cols; x++) yr[x] += o[i][x % m][x / m];
+                    else if (cols == WINO_BLOCK * m)
                         for (int k = 0; k < WINO_BLOCK; k++)
                             for (int q = 0; q < m; q++) yr[k * m + q] = o[i][q][k];
                     else
@@ -958,8 +1004,9 @@ static void wino_output(void *vj, int64_t oc0, int64_t oc1) {
 /* U made into the workspace (cache NULL), or kept in the cache and made
  * again when its key is not `key` */
 static void conv_fwd_winograd(ts_pool *p, float *ws, float *y, const float *x, const float *w, const float *b, const ts_conv_geom *g, int m,
-                              float *cache, uint64_t key) {
+                              float *cache, uint64_t key, bool accumulate) {
     wino_job j = wino_job_for(g, m);
+    j.accumulate = accumulate;
     int64_t R = wino_chunk_rows(&j), rows_all = g->N * j.TH;
     j.x = x, j.w = w, j.b = b, j.y = y, j.u = cache ? cache + WINO_HEAD : ws;
     j.v = cache ? ws : j.u + wino_u_floats(g, m), j.mm = j.v + j.E * g->C * wino_ld(R * j.TW);
@@ -967,7 +1014,7 @@ static void conv_fwd_winograd(ts_pool *p, float *ws, float *y, const float *x, c
     wino_head h = {0};
     if (cache) memcpy(&h, cache, sizeof h);
     if (!h.made || h.key != key) {
-        ts_pool_for(p, g->OC, grain_for(g->C * j.E * 4), wino_weights, &j);
+        ts_pool_for(p, (g->OC + WINO_MR - 1) / WINO_MR, grain_for(g->C * j.E * 4 * WINO_MR), wino_weights, &j);
         h = (wino_head){.made = 1, .key = key};
         if (cache) memcpy(cache, &h, sizeof h);
     }
@@ -984,7 +1031,7 @@ static void conv_fwd_winograd(ts_pool *p, float *ws, float *y, const float *x, c
 void ts_conv2d_infer(ts_pool *p, float *ws, float *y, const float *x, const float *w, const float *b, const ts_conv_geom *g, float *cache,
                      uint64_t key) {
     int m = ts_conv2d_winograd_tile(g, cache != NULL);
-    if (m) conv_fwd_winograd(p, ws, y, x, w, b, g, m, cache, key);
+    if (m) conv_fwd_winograd(p, ws, y, x, w, b, g, m, cache, key, false);
     else conv_forward(p, ws, y, x, w, b, g, true);
 }
 
