@@ -213,6 +213,20 @@ static void infer_oracles(void)
     ts_pool_free(pool);
 }
 
+/* A same-padded 3x3 convolution with stride 1 whose input gradient (the
+ * convolution of dy with the turned weights: the geometry with C and OC
+ * swapped) takes Winograd's tile want_m, against the oracle (conv_case:
+ * the gradient added to dx and stored into it). */
+static void dgrad_wino(ts_pool *pool, int64_t N, int64_t C, int64_t H, int64_t W, int64_t OC, int want_m)
+{
+    ts_conv_geom d = {.N = N, .C = OC, .H = H, .W = W, .OC = C, .OH = H, .OW = W, .KH = 3, .KW = 3, .SH = 1, .SW = 1, .PT = 1, .PL = 1,
+                      .DH = 1, .DW = 1, .groups = 1};
+    int m = ts_conv2d_winograd_tile(&d, false);
+    CHECK(m == want_m, "conv2d x[%lld,%lld,%lld,%lld] k3x3 -> %lld channels: its input gradient takes Winograd's tile %d (want %d)",
+          (long long)N, (long long)C, (long long)H, (long long)W, (long long)OC, m, want_m);
+    conv_case(pool, N, C, H, W, OC, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1);
+}
+
 /* ------------------------------------------ max pooling: winners vs a scan */
 
 /* The kernel's windows (the vectorised 2x2 stride-2 rows and the general
@@ -304,6 +318,11 @@ static void kernel_oracles(void)
         conv_case(p, 2, 4, 7, 7, 6, 3, 3, 1, 1, 3, 0, 1, 4, 1, 1, 1);           /* top and right padding past it: the scatter */
         conv_case(p, 1, 32, 20, 20, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1);       /* one sample: dy's columns shared by the threads */
         conv_case(p, 4, 12, 9, 9, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 4);          /* groups 4, C/groups != OC/groups */
+        /* a 3x3 with enough tiles: that convolution through Winograd
+         * (dgrad_wino checks it takes the tile), storing and adding */
+        dgrad_wino(p, 2, 32, 24, 24, 48, 4);  /* F(4x4), two samples */
+        dgrad_wino(p, 2, 24, 29, 31, 40, 4);  /* odd sizes: partial tiles at the bottom and right */
+        dgrad_wino(p, 8, 128, 7, 7, 128, 2); /* ResNet's last stage at batch 8: F(2x2) */
         pool_case(p, 28, 28, 2, 2, 0, 1); /* LeNet's: the vectorised rows */
         pool_case(p, 9, 41, 2, 2, 0, 1);  /* odd sizes: the last row and column unused */
         pool_case(p, 13, 11, 3, 2, 1, 1); /* padding: the general windows */
