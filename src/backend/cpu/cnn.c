@@ -230,6 +230,7 @@ static size_t wino_floats(const ts_conv_geom *g);
 static int wino_m(const ts_conv_geom *g, bool kept);
 static void conv_fwd_winograd(ts_pool *p, float *ws, float *y, const float *x, const float *w, const float *b, const ts_conv_geom *g, int m,
                               float *cache, uint64_t key, bool accumulate);
+static void conv_dw_winograd(ts_pool *p, float *ws, float *dw, const float *dy, const float *x, const ts_conv_geom *g, int m);
 
 /* im2col's workspace: a slot per thread, or the shared forward's columns */
 static size_t cols_floats(const ts_conv_geom *g, int threads) {
@@ -542,17 +543,20 @@ void ts_conv2d_backward(ts_pool *p, float *ws, float *dx, float *dw, float *db, 
                         const ts_conv_geom *g, bool dx_store) {
     if (!dx && !dw && !db) return;
     bool by_conv = dx && dgrad_conv(g);
+    int wm = dw ? ts_conv2d_winograd_tile(g, false) : 0; /* dw through the forward's tiles */
     if (dx && dx_store && !by_conv) ts_zero(p, dx, g->N * g->C * g->H * g->W); /* the scatter adds */
     conv_job j = conv_job_for(p, ws, g);
-    j.dx = by_conv ? NULL : dx, j.dw = dw, j.db = db, j.dy = dy, j.x = x, j.w = w;
-    if (j.dx || dw || db) {
+    j.dx = by_conv ? NULL : dx, j.dw = wm ? NULL : dw, j.db = db, j.dy = dy, j.x = x, j.w = w;
+    if (j.dx || j.dw || db) {
         ts_pool_for(p, j.slots, 1, conv_bwd_slots, &j);
         int64_t wn = g->OC * (g->C / g->groups) * g->KH * g->KW;
         const float *dwp = ws + col_floats(g);
-        if (dw) add_partials(dw, dwp, wn, j.slots, slot_floats(g));
+        if (j.dw) add_partials(dw, dwp, wn, j.slots, slot_floats(g));
         if (db) add_partials(db, dwp + wn, g->OC, j.slots, slot_floats(g));
     }
-    if (by_conv) dgrad_by_conv(p, ws, dx, dy, w, g, dx_store); /* after the partials are read: it reuses the workspace */
+    /* after the partials are read: these reuse the workspace */
+    if (wm) conv_dw_winograd(p, ws, dw, dy, x, g, wm);
+    if (by_conv) dgrad_by_conv(p, ws, dx, dy, w, g, dx_store);
 }
 
 /* ------------------------------------------------ transposed convolution */
@@ -1026,6 +1030,124 @@ static void conv_fwd_winograd(ts_pool *p, float *ws, float *y, const float *x, c
         ts_pool_for(p, j.E, 1, wino_products, &j);
         ts_pool_for(p, g->OC, grain_for(tiles * j.E), wino_output, &j);
     }
+}
+
+/* The weight gradient through the same tiles. With M = U V and y = A^T M
+ * A, U = G g G^T: dM = A dY A^T for each tile (Q, the output gradient's
+ * transform), dU[e] = sum over the tiles Q[e] V[e]^T (a GEMM of K = the
+ * tiles, on the forward's input transform V), and dg = G^T dU G. The
+ * outputs past the bottom or right edge have no gradient: Q's tiles take
+ * zeros there. dU [E, OC, C] sums the chunks in the workspace where the
+ * forward keeps U, Q takes M's place. */
+static inline void wino_a(int m, const float *s, int64_t ss, float *d, int64_t ds) { /* A (m -> a) */
+    if (m == 2) {
+        float s0 = s[0], s1 = s[ss];
+        d[0] = s0, d[ds] = s0 + s1, d[2 * ds] = s0 - s1, d[3 * ds] = -s1;
+        return;
+    }
+    float s0 = s[0], s1 = s[ss], s2 = s[2 * ss], s3 = s[3 * ss], p = s0 + s2, q = s1 + s3, r = s0 + 4.0f * s2, t = 2.0f * s1 + 8.0f * s3;
+    d[0] = s0, d[ds] = p + q, d[2 * ds] = p - q, d[3 * ds] = r + t, d[4 * ds] = r - t, d[5 * ds] = s3;
+}
+
+static inline void wino_gt(int m, const float *s, int64_t ss, float *d, int64_t ds) { /* G^T (a -> 3) */
+    if (m == 2) {
+        float s1 = s[ss], s2 = s[2 * ss];
+        d[0] = s[0] + 0.5f * (s1 + s2), d[ds] = 0.5f * (s1 - s2), d[2 * ds] = 0.5f * (s1 + s2) + s[3 * ss];
+        return;
+    }
+    float s1 = s[ss], s2 = s[2 * ss], s3 = s[3 * ss], s4 = s[4 * ss];
+    d[0] = 0.25f * s[0] - (s1 + s2) * (1.0f / 6) + (s3 + s4) * (1.0f / 24);
+    d[ds] = (s2 - s1) * (1.0f / 6) + (s3 - s4) * (1.0f / 12);
+    d[2 * ds] = (s3 + s4 - s1 - s2) * (1.0f / 6) + s[5 * ss];
+}
+
+/* Q[oc, e, t] = (A dY A^T)[e] of the chunk's tiles, output channels [oc0,
+ * oc1): WINO_DB tiles of a tile row at a time in local blocks (loops of
+ * constant counts across the tiles, which the compiler vectorises), the
+ * outputs past the bottom or right edge read as zeros */
+#define WINO_DB 8
+
+static void wino_dy(void *vj, int64_t oc0, int64_t oc1) {
+    const wino_job *j = vj;
+    const ts_conv_geom *g = j->g;
+    int64_t m = j->m, a = j->a, OW = g->OW, ld = j->ld;
+    for (int64_t oc = oc0; oc < oc1; oc++)
+        for (int64_t gr = j->row0; gr < j->row1; gr++) {
+            int64_t n = gr / j->TH, oh = (gr % j->TH) * m, rows = g->OH - oh < m ? g->OH - oh : m;
+            const float *dy = j->y + ((n * g->OC + oc) * g->OH + oh) * OW;
+            float *q = j->mm + oc * j->E * ld + (gr - j->row0) * j->TW;
+            for (int64_t t0 = 0; t0 < j->TW; t0 += WINO_DB) {
+                int64_t nt = j->TW - t0 < WINO_DB ? j->TW - t0 : WINO_DB;
+                float s[4][4][WINO_DB], h[6][4][WINO_DB], d[6][6][WINO_DB];
+                if (rows == m && (t0 + WINO_DB) * m <= OW) /* inside the plane */
+                    for (int64_t i = 0; i < m; i++)
+                        for (int64_t c = 0; c < m; c++)
+                            for (int k = 0; k < WINO_DB; k++) s[i][c][k] = dy[i * OW + (t0 + k) * m + c];
+                else
+                    for (int64_t i = 0; i < m; i++)
+                        for (int64_t c = 0; c < m; c++)
+                            for (int64_t k = 0; k < WINO_DB; k++) {
+                                int64_t ow = (t0 + k) * m + c;
+                                s[i][c][k] = i < rows && k < nt && ow < OW ? dy[i * OW + ow] : 0.0f;
+                            }
+                for (int64_t c = 0; c < m; c++) /* down the columns */
+                    for (int k = 0; k < WINO_DB; k++) wino_a((int)m, &s[0][c][k], 4 * WINO_DB, &h[0][c][k], 4 * WINO_DB);
+                for (int i = 0; i < a; i++) /* along the rows */
+                    for (int k = 0; k < WINO_DB; k++) wino_a((int)m, &h[i][0][k], WINO_DB, &d[i][0][k], WINO_DB);
+                for (int64_t e = 0; e < j->E; e++)
+                    for (int64_t k = 0; k < nt; k++) q[e * ld + t0 + k] = d[e / a][e % a][k];
+            }
+        }
+}
+
+/* dU[e] (+)= Q[e] V[e]^T for e in [e0, e1), over the chunk's tiles */
+static void wino_dw_products(void *vj, int64_t e0, int64_t e1) {
+    const wino_job *j = vj;
+    int64_t C = j->g->C, OC = j->g->OC, ldq = j->E * j->ld, T = (j->row1 - j->row0) * j->TW;
+    for (int64_t e = e0; e < e1; e++)
+        ts_gemm_serial(false, true, OC, C, T, j->mm + e * j->ld, ldq, j->v + e * j->ld, ldq, j->row0 == 0 ? 0.0f : 1.0f, j->u + e * OC * C, C);
+}
+
+/* dw[oc, c] += G^T dU[., oc, c] G for output channels [oc0, oc1):
+ * WINO_DB input channels at a time (adjacent in dU) */
+static void wino_dw_out(void *vj, int64_t oc0, int64_t oc1) {
+    const wino_job *j = vj;
+    int64_t C = j->g->C, OCC = j->g->OC * C;
+    int a = j->a;
+    for (int64_t oc = oc0; oc < oc1; oc++)
+        for (int64_t c0 = 0; c0 < C; c0 += WINO_DB) {
+            int64_t nc = C - c0 < WINO_DB ? C - c0 : WINO_DB;
+            float s[6][6][WINO_DB], h[3][6][WINO_DB] = {{{0}}}, d[3][3][WINO_DB];
+            for (int e = 0; e < j->E; e++) {
+                const float *u = j->u + e * OCC + oc * C + c0;
+                for (int64_t k = 0; k < WINO_DB; k++) s[e / a][e % a][k] = k < nc ? u[k] : 0.0f;
+            }
+            for (int q = 0; q < a; q++)
+                for (int k = 0; k < WINO_DB; k++) wino_gt(j->m, &s[0][q][k], 6 * WINO_DB, &h[0][q][k], 6 * WINO_DB);
+            for (int i = 0; i < 3; i++)
+                for (int k = 0; k < WINO_DB; k++) wino_gt(j->m, &h[i][0][k], WINO_DB, &d[i][0][k], WINO_DB);
+            float *dw = j->y + (oc * C + c0) * 9;
+            for (int64_t k = 0; k < nc; k++)
+                for (int t = 0; t < 9; t++) dw[k * 9 + t] += d[t / 3][t % 3][k];
+        }
+}
+
+/* dw += the weight gradient of a convolution that wino_m gives tile m */
+static void conv_dw_winograd(ts_pool *p, float *ws, float *dw, const float *dy, const float *x, const ts_conv_geom *g, int m) {
+    wino_job j = wino_job_for(g, m);
+    int64_t R = wino_chunk_rows(&j), rows_all = g->N * j.TH;
+    j.x = x, j.y = (float *)(uintptr_t)dy, j.u = ws, j.v = j.u + wino_u_floats(g, m), j.mm = j.v + j.E * g->C * wino_ld(R * j.TW);
+    ts_gemm_serial_begin();
+    for (j.row0 = 0; j.row0 < rows_all; j.row0 += R) {
+        j.row1 = j.row0 + R < rows_all ? j.row0 + R : rows_all;
+        int64_t tiles = (j.row1 - j.row0) * j.TW;
+        j.ld = wino_ld(tiles);
+        ts_pool_for(p, g->C, grain_for(tiles * j.E), wino_input, &j);
+        ts_pool_for(p, g->OC, grain_for(tiles * j.E), wino_dy, &j);
+        ts_pool_for(p, j.E, 1, wino_dw_products, &j);
+    }
+    j.y = dw;
+    ts_pool_for(p, g->OC, grain_for(g->C * j.E * 4), wino_dw_out, &j);
 }
 
 void ts_conv2d_infer(ts_pool *p, float *ws, float *y, const float *x, const float *w, const float *b, const ts_conv_geom *g, float *cache,
