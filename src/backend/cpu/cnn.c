@@ -623,7 +623,9 @@ void ts_conv_transpose2d_backward(ts_pool *p, float *ws, float *dx, float *dw, f
  * ResNet-18's shapes) and U kept (_KEPT: below, reading U costs more than
  * im2col's products); the fewest tiles a chunk's products keep
  * (OpenBLAS's slow shapes below) */
+#ifndef WINO_MIN_MACS
 #define WINO_MIN_MACS (4 * 1024 * 1024)
+#endif
 #ifndef WINO_F2_TILES
 #define WINO_F2_TILES 32
 #endif
