@@ -765,26 +765,28 @@ static inline void wino_at(int m, const float *s, int64_t ss, float *d, int64_t 
 #define WINO_MR 6
 
 static void wino_weights(void *vj, int64_t b0, int64_t b1) {
-    enum { CB = 16 }; /* input channels a pass: their a*a values for a block's rows stay in L1 */
+    enum { CB = 16 }; /* input channels at a time: loops of constant counts across them, which the compiler vectorises */
     const wino_job *j = vj;
     int64_t C = j->g->C, OC = j->g->OC;
     int a = j->a, E = j->E;
-    float d[CB][WINO_MR][36];
     for (int64_t b = b0; b < b1; b++) {
         int64_t first = b * WINO_MR, rows = OC - first < WINO_MR ? OC - first : WINO_MR;
         for (int64_t c0 = 0; c0 < C; c0 += CB) {
             int64_t nc = C - c0 < CB ? C - c0 : CB;
-            for (int64_t c = 0; c < nc; c++)
-                for (int64_t r = 0; r < rows; r++) {
-                    const float *k = j->w + ((first + r) * C + c0 + c) * 9;
-                    float t[6][3];
-                    for (int q = 0; q < 3; q++) wino_g(j->m, k + q, 3, &t[0][q], 3);
-                    for (int i = 0; i < a; i++) wino_g(j->m, t[i], 1, d[c][r] + i * a, 1);
+            for (int64_t r = 0; r < rows; r++) {
+                float kk[3][3][CB], t[6][3][CB], d[6][6][CB];
+                const float *w = j->w + ((first + r) * C + c0) * 9;
+                for (int i = 0; i < 3; i++)
+                    for (int q = 0; q < 3; q++)
+                        for (int64_t c = 0; c < CB; c++) kk[i][q][c] = c < nc ? w[c * 9 + i * 3 + q] : 0.0f;
+                for (int q = 0; q < 3; q++) /* down the kernel's columns */
+                    for (int c = 0; c < CB; c++) wino_g(j->m, &kk[0][q][c], 3 * CB, &t[0][q][c], 3 * CB);
+                for (int i = 0; i < a; i++) /* along the rows */
+                    for (int c = 0; c < CB; c++) wino_g(j->m, &t[i][0][c], CB, &d[i][0][c], CB);
+                for (int e = 0; e < E; e++) { /* U[e]'s rows of the block, these channels: a run of nc * rows floats */
+                    float *u = j->u + (e * OC + first) * C + c0 * rows + r;
+                    for (int64_t c = 0; c < nc; c++) u[c * rows] = d[e / a][e % a][c];
                 }
-            for (int e = 0; e < E; e++) { /* U[e]'s rows of the block, these channels: one run of nc * rows floats */
-                float *u = j->u + (e * OC + first) * C + c0 * rows;
-                for (int64_t c = 0; c < nc; c++)
-                    for (int64_t r = 0; r < rows; r++) u[c * rows + r] = d[c][r][e];
             }
         }
     }
