@@ -666,6 +666,7 @@ typedef struct wino_job {
     int64_t ld;         /* its tiles rounded up to WINO_NT / 2: the distance between the E rows of V and of M */
     float *pk;          /* per e: WINO_NT tiles of V[e] packed for the products */
     bool accumulate;    /* the outputs add to y (an input gradient: dx +=) */
+    const float *dy;    /* the weight gradient's output gradient (y: its dw) */
 } wino_job;
 
 /* tiles the products take at a time (wino_products): WINO_NT, the last
@@ -1078,7 +1079,7 @@ static void wino_dy(void *vj, int64_t oc0, int64_t oc1) {
     for (int64_t oc = oc0; oc < oc1; oc++)
         for (int64_t gr = j->row0; gr < j->row1; gr++) {
             int64_t n = gr / j->TH, oh = (gr % j->TH) * m, rows = g->OH - oh < m ? g->OH - oh : m;
-            const float *dy = j->y + ((n * g->OC + oc) * g->OH + oh) * OW;
+            const float *dy = j->dy + ((n * g->OC + oc) * g->OH + oh) * OW;
             float *q = j->mm + oc * j->E * ld + (gr - j->row0) * j->TW;
             for (int64_t t0 = 0; t0 < j->TW; t0 += WINO_DB) {
                 int64_t nt = j->TW - t0 < WINO_DB ? j->TW - t0 : WINO_DB;
@@ -1140,7 +1141,7 @@ static void wino_dw_out(void *vj, int64_t oc0, int64_t oc1) {
 static void conv_dw_winograd(ts_pool *p, float *ws, float *dw, const float *dy, const float *x, const ts_conv_geom *g, int m) {
     wino_job j = wino_job_for(g, m);
     int64_t R = wino_chunk_rows(&j), rows_all = g->N * j.TH;
-    j.x = x, j.y = (float *)(uintptr_t)dy, j.u = ws, j.v = j.u + wino_u_floats(g, m), j.mm = j.v + j.E * g->C * wino_ld(R * j.TW);
+    j.x = x, j.dy = dy, j.y = dw, j.u = ws, j.v = j.u + wino_u_floats(g, m), j.mm = j.v + j.E * g->C * wino_ld(R * j.TW);
     ts_gemm_serial_begin();
     for (j.row0 = 0; j.row0 < rows_all; j.row0 += R) {
         j.row1 = j.row0 + R < rows_all ? j.row0 + R : rows_all;
@@ -1150,7 +1151,6 @@ static void conv_dw_winograd(ts_pool *p, float *ws, float *dw, const float *dy, 
         ts_pool_for(p, g->OC, grain_for(tiles * j.E), wino_dy, &j);
         ts_pool_for(p, j.E, 1, wino_dw_products, &j);
     }
-    j.y = dw;
     ts_pool_for(p, g->OC, grain_for(g->C * j.E * 4), wino_dw_out, &j);
 }
 
