@@ -64,6 +64,8 @@ static void conv_case(ts_pool *pool, int64_t N, int64_t C, int64_t H, int64_t W,
     /* start the accumulating outputs from a non-zero value: backward adds */
     for (int64_t i = 0; i < nx; i++)
         dx[i] = dx0[i] = 0.25f;
+    for (int64_t i = 0; i < nw; i++)
+        dw[i] = dw0[i] = -0.25f;
     ts_conv2d_forward(pool, ws, y, x, w, b, &g);
     ts_conv2d_naive_forward(y0, x, w, b, &g);
     ts_conv2d_naive_forward(bound, ax, aw, ab, &g);
@@ -213,6 +215,24 @@ static void infer_oracles(void)
     ts_pool_free(pool);
 }
 
+/* A same-padded 3x3 convolution with stride 1 whose weight gradient (the
+ * forward's tiles) and input gradient (the convolution of dy with the
+ * turned weights: the geometry with C and OC swapped) take Winograd's tile
+ * want_m, against the oracle (conv_case: the gradients added, and dx
+ * stored). */
+static void backward_wino(ts_pool *pool, int64_t N, int64_t C, int64_t H, int64_t W, int64_t OC, int want_m)
+{
+    ts_conv_geom f = {.N = N, .C = C, .H = H, .W = W, .OC = OC, .OH = H, .OW = W, .KH = 3, .KW = 3, .SH = 1, .SW = 1, .PT = 1, .PL = 1,
+                      .DH = 1, .DW = 1, .groups = 1};
+    ts_conv_geom d = f;
+    d.C = OC, d.OC = C;
+    int mw = ts_conv2d_winograd_tile(&f, false), mx = ts_conv2d_winograd_tile(&d, false);
+    CHECK(mw == want_m && mx == want_m,
+          "conv2d x[%lld,%lld,%lld,%lld] k3x3 -> %lld channels: its weight and input gradients take Winograd's tiles %d, %d (want %d)",
+          (long long)N, (long long)C, (long long)H, (long long)W, (long long)OC, mw, mx, want_m);
+    conv_case(pool, N, C, H, W, OC, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1);
+}
+
 /* ------------------------------------------ max pooling: winners vs a scan */
 
 /* The kernel's windows (the vectorised 2x2 stride-2 rows and the general
@@ -304,6 +324,11 @@ static void kernel_oracles(void)
         conv_case(p, 2, 4, 7, 7, 6, 3, 3, 1, 1, 3, 0, 1, 4, 1, 1, 1);           /* top and right padding past it: the scatter */
         conv_case(p, 1, 32, 20, 20, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1);       /* one sample: dy's columns shared by the threads */
         conv_case(p, 4, 12, 9, 9, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 4);          /* groups 4, C/groups != OC/groups */
+        /* a 3x3 with enough tiles: the weight gradient and that
+         * convolution through Winograd (backward_wino checks the tiles) */
+        backward_wino(p, 2, 32, 24, 24, 48, 4);  /* F(4x4), two samples */
+        backward_wino(p, 2, 24, 29, 31, 40, 4);  /* odd sizes: partial tiles at the bottom and right */
+        backward_wino(p, 8, 128, 7, 7, 128, 2); /* ResNet's last stage at batch 8: F(2x2) */
         pool_case(p, 28, 28, 2, 2, 0, 1); /* LeNet's: the vectorised rows */
         pool_case(p, 9, 41, 2, 2, 0, 1);  /* odd sizes: the last row and column unused */
         pool_case(p, 13, 11, 3, 2, 1, 1); /* padding: the general windows */

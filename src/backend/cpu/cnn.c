@@ -227,6 +227,10 @@ static size_t shared_floats(const ts_conv_geom *g, int threads) {
 }
 
 static size_t wino_floats(const ts_conv_geom *g);
+static int wino_m(const ts_conv_geom *g, bool kept);
+static void conv_fwd_winograd(ts_pool *p, float *ws, float *y, const float *x, const float *w, const float *b, const ts_conv_geom *g, int m,
+                              float *cache, uint64_t key, bool accumulate);
+static void conv_dw_winograd(ts_pool *p, float *ws, float *dw, const float *dy, const float *x, const ts_conv_geom *g, int m);
 
 /* im2col's workspace: a slot per thread, or the shared forward's columns */
 static size_t cols_floats(const ts_conv_geom *g, int threads) {
@@ -265,7 +269,8 @@ static size_t dgrad_w_floats(const ts_conv_geom *g) { return ((size_t)(g->OC * (
 static size_t dgrad_floats(const ts_conv_geom *g, int threads) {
     if (!dgrad_fits(g)) return 0;
     ts_conv_geom d = dgrad_geom(g);
-    return dgrad_w_floats(g) + cols_floats(&d, threads);
+    size_t cols = cols_floats(&d, threads), wino = wino_floats(&d);
+    return dgrad_w_floats(g) + (cols > wino ? cols : wino);
 }
 
 size_t ts_conv2d_workspace(const ts_conv_geom *g, int threads) {
@@ -523,6 +528,11 @@ static void dgrad_by_conv(ts_pool *p, float *ws, float *dx, const float *dy, con
     ts_conv_geom d = dgrad_geom(g);
     dgrad_job dj = {g, ws, w};
     ts_pool_for(p, g->C, grain_for(g->OC / g->groups * g->KH * g->KW), dgrad_weights, &dj);
+    int m = wino_m(&d, false);
+    if (m) { /* a 3x3 with enough tiles: Winograd's products, as the forward pass's */
+        conv_fwd_winograd(p, ws + dgrad_w_floats(g), dx, dy, dj.wt, NULL, &d, m, NULL, 0, !store);
+        return;
+    }
     conv_job j = conv_job_for(p, ws + dgrad_w_floats(g), &d);
     j.y = dx, j.x = dy, j.w = dj.wt, j.accumulate = !store; /* storing: the forward's product, beta 0 */
     if (j.shared) conv_fwd_shared(p, &j);
@@ -533,17 +543,20 @@ void ts_conv2d_backward(ts_pool *p, float *ws, float *dx, float *dw, float *db, 
                         const ts_conv_geom *g, bool dx_store) {
     if (!dx && !dw && !db) return;
     bool by_conv = dx && dgrad_conv(g);
+    int wm = dw ? ts_conv2d_winograd_tile(g, false) : 0; /* dw through the forward's tiles */
     if (dx && dx_store && !by_conv) ts_zero(p, dx, g->N * g->C * g->H * g->W); /* the scatter adds */
     conv_job j = conv_job_for(p, ws, g);
-    j.dx = by_conv ? NULL : dx, j.dw = dw, j.db = db, j.dy = dy, j.x = x, j.w = w;
-    if (j.dx || dw || db) {
+    j.dx = by_conv ? NULL : dx, j.dw = wm ? NULL : dw, j.db = db, j.dy = dy, j.x = x, j.w = w;
+    if (j.dx || j.dw || db) {
         ts_pool_for(p, j.slots, 1, conv_bwd_slots, &j);
         int64_t wn = g->OC * (g->C / g->groups) * g->KH * g->KW;
         const float *dwp = ws + col_floats(g);
-        if (dw) add_partials(dw, dwp, wn, j.slots, slot_floats(g));
+        if (j.dw) add_partials(dw, dwp, wn, j.slots, slot_floats(g));
         if (db) add_partials(db, dwp + wn, g->OC, j.slots, slot_floats(g));
     }
-    if (by_conv) dgrad_by_conv(p, ws, dx, dy, w, g, dx_store); /* after the partials are read: it reuses the workspace */
+    /* after the partials are read: these reuse the workspace */
+    if (wm) conv_dw_winograd(p, ws, dw, dy, x, g, wm);
+    if (by_conv) dgrad_by_conv(p, ws, dx, dy, w, g, dx_store);
 }
 
 /* ------------------------------------------------ transposed convolution */
@@ -610,7 +623,9 @@ void ts_conv_transpose2d_backward(ts_pool *p, float *ws, float *dx, float *dw, f
  * ResNet-18's shapes) and U kept (_KEPT: below, reading U costs more than
  * im2col's products); the fewest tiles a chunk's products keep
  * (OpenBLAS's slow shapes below) */
+#ifndef WINO_MIN_MACS
 #define WINO_MIN_MACS (4 * 1024 * 1024)
+#endif
 #ifndef WINO_F2_TILES
 #define WINO_F2_TILES 32
 #endif
@@ -650,6 +665,8 @@ typedef struct wino_job {
     int64_t row0, row1; /* the chunk's tile rows, over the batch (N * TH) */
     int64_t ld;         /* its tiles rounded up to WINO_NT / 2: the distance between the E rows of V and of M */
     float *pk;          /* per e: WINO_NT tiles of V[e] packed for the products */
+    bool accumulate;    /* the outputs add to y (an input gradient: dx +=) */
+    const float *dy;    /* the weight gradient's output gradient (y: its dw) */
 } wino_job;
 
 /* tiles the products take at a time (wino_products): WINO_NT, the last
@@ -673,7 +690,7 @@ static int64_t wino_chunk_rows(const wino_job *j) {
     return (rows_all + chunks - 1) / chunks;
 }
 
-/* U [OC, E, C] (in the workspace unless kept), then V [C, E, tiles] and M
+/* U [E, OC, C] (wino_weights) (in the workspace unless kept), then V [C, E, tiles] and M
  * [OC, E, tiles] of a chunk: the E matrices interleaved by rows, so that a
  * transform writes or reads its E values close together (whole matrices
  * apart, they fell on the same cache sets). The workspace holds either
@@ -741,18 +758,39 @@ static inline void wino_at(int m, const float *s, int64_t ss, float *d, int64_t 
     d[0] = s[0] + p + r, d[ds] = q + 2.0f * t, d[2 * ds] = p + 4.0f * r, d[3 * ds] = q + 8.0f * t + s[5 * ss];
 }
 
-/* U[oc, e, c] = (G g G^T)[e] of the kernel w[oc, c] */
-static void wino_weights(void *vj, int64_t oc0, int64_t oc1) {
+/* U[e] = (G g G^T)[e] of the kernels w[oc, c], each U[e] [OC, C] stored
+ * as the products read it (wino_products): its rows in blocks of WINO_MR,
+ * a block's rows [C][rows] side by side (the last block's, OC % WINO_MR,
+ * likewise), so that a block's values for one c are adjacent. Threads
+ * split the blocks. */
+#define WINO_MR 6
+
+static void wino_weights(void *vj, int64_t b0, int64_t b1) {
+    enum { CB = 16 }; /* input channels at a time: loops of constant counts across them, which the compiler vectorises */
     const wino_job *j = vj;
-    int64_t C = j->g->C;
-    int a = j->a;
-    for (int64_t oc = oc0; oc < oc1; oc++)
-        for (int64_t c = 0; c < C; c++) {
-            const float *k = j->w + (oc * C + c) * 9;
-            float t[6][3];
-            for (int q = 0; q < 3; q++) wino_g(j->m, k + q, 3, &t[0][q], 3);
-            for (int r = 0; r < a; r++) wino_g(j->m, t[r], 1, j->u + (oc * j->E + r * a) * C + c, C);
+    int64_t C = j->g->C, OC = j->g->OC;
+    int a = j->a, E = j->E;
+    for (int64_t b = b0; b < b1; b++) {
+        int64_t first = b * WINO_MR, rows = OC - first < WINO_MR ? OC - first : WINO_MR;
+        for (int64_t c0 = 0; c0 < C; c0 += CB) {
+            int64_t nc = C - c0 < CB ? C - c0 : CB;
+            for (int64_t r = 0; r < rows; r++) {
+                float kk[3][3][CB], t[6][3][CB], d[6][6][CB];
+                const float *w = j->w + ((first + r) * C + c0) * 9;
+                for (int i = 0; i < 3; i++)
+                    for (int q = 0; q < 3; q++)
+                        for (int64_t c = 0; c < CB; c++) kk[i][q][c] = c < nc ? w[c * 9 + i * 3 + q] : 0.0f;
+                for (int q = 0; q < 3; q++) /* down the kernel's columns */
+                    for (int c = 0; c < CB; c++) wino_g(j->m, &kk[0][q][c], 3 * CB, &t[0][q][c], 3 * CB);
+                for (int i = 0; i < a; i++) /* along the rows */
+                    for (int c = 0; c < CB; c++) wino_g(j->m, &t[i][0][c], CB, &d[i][0][c], CB);
+                for (int e = 0; e < E; e++) { /* U[e]'s rows of the block, these channels: a run of nc * rows floats */
+                    float *u = j->u + (e * OC + first) * C + c0 * rows + r;
+                    for (int64_t c = 0; c < nc; c++) u[c * rows] = d[e / a][e % a][c];
+                }
+            }
         }
+    }
 }
 
 /* The transforms of a row of tiles go WINO_BLOCK tiles at a time through
@@ -825,8 +863,8 @@ static void wino_input(void *vj, int64_t c0, int64_t c1) {
 }
 
 /* The products M[e] = U[e] V[e] in registers: WINO_NT tiles (two vectors
- * of 8) by 4 output channels at a time, summed over the input channels, U
- * and V read where they lie. Through OpenBLAS, which copies both operands
+ * of 8) by WINO_MR output channels at a time, summed over the input
+ * channels, U read where it lies (in blocks of WINO_MR rows). Through OpenBLAS, which copies both operands
  * into its own layout at every call, the copies cost about a third of the
  * products: U is the same from call to call, and each value of V serves
  * only OC multiply-adds (64 in ResNet's first stage). */
@@ -857,19 +895,21 @@ static inline wino_vec wino_load(const float *p) {
 
 static inline void wino_store(float *p, wino_vec v) { memcpy(p, &v, sizeof v); }
 
-/* mm[r, t] = sum_c u[r, c] pk[c, t] for rows r < R of u (ldu apart) and
- * t < NV vectors (pk: rows of WINO_NT floats; mm: rows ldm apart);
- * inlined with R and NV constant, the sums stay in registers */
-static inline __attribute__((always_inline)) void wino_block_rows(int R, int NV, const float *restrict u, int64_t ldu,
-                                                                  const float *restrict pk, float *restrict mm, int64_t ldm, int64_t C) {
-    wino_vec acc[4][WINO_NV];
+/* mm[r, t] = sum_c u[c, r] pk[c, t] for the R rows of a block of U
+ * (wino_weights: [C][R]) and t < NV vectors (pk: rows of WINO_NT floats;
+ * mm: rows ldm apart); inlined with R and NV constant, the 12 sums of a
+ * full block stay in registers (6 x 2 vectors: each c's two loads of pk and
+ * six broadcasts serve 12 multiply-adds) */
+static inline __attribute__((always_inline)) void wino_block_rows(int R, int NV, const float *restrict u, const float *restrict pk,
+                                                                  float *restrict mm, int64_t ldm, int64_t C) {
+    wino_vec acc[WINO_MR][WINO_NV];
     for (int r = 0; r < R; r++)
         for (int k = 0; k < NV; k++) acc[r][k] = (wino_vec){0};
     for (int64_t c = 0; c < C; c++) {
         wino_vec x[WINO_NV];
         for (int k = 0; k < NV; k++) x[k] = wino_load(pk + c * WINO_NT + k * WINO_VW);
         for (int r = 0; r < R; r++) {
-            wino_vec s = WINO_SPLAT(u[r * ldu + c]);
+            wino_vec s = WINO_SPLAT(u[c * R + r]);
             for (int k = 0; k < NV; k++) acc[r][k] = WINO_FMA(s, x[k], acc[r][k]);
         }
     }
@@ -877,28 +917,41 @@ static inline __attribute__((always_inline)) void wino_block_rows(int R, int NV,
         for (int k = 0; k < NV; k++) wino_store(mm + r * ldm + k * WINO_VW, acc[r][k]);
 }
 
-/* the products of WINO_NT tiles (NV = WINO_NV) or half as many, packed in pk */
-static inline __attribute__((always_inline)) void wino_block(int NV, const float *u, int64_t ldu, const float *pk, float *mm, int64_t ldm,
-                                                             int64_t OC, int64_t C) {
+/* the products of WINO_NT tiles (NV = WINO_NV) or half as many, packed in
+ * pk, for every block of rows of U[e] (u) */
+static inline __attribute__((always_inline)) void wino_block(int NV, const float *u, const float *pk, float *mm, int64_t ldm, int64_t OC,
+                                                             int64_t C) {
     int64_t oc = 0;
-    for (; oc + 4 <= OC; oc += 4) wino_block_rows(4, NV, u + oc * ldu, ldu, pk, mm + oc * ldm, ldm, C);
-    for (; oc < OC; oc++) wino_block_rows(1, NV, u + oc * ldu, ldu, pk, mm + oc * ldm, ldm, C);
+    for (; oc + WINO_MR <= OC; oc += WINO_MR) wino_block_rows(WINO_MR, NV, u + oc * C, pk, mm + oc * ldm, ldm, C);
+    switch (OC - oc) { /* the last block's rows: a constant count each */
+    case 5: wino_block_rows(5, NV, u + oc * C, pk, mm + oc * ldm, ldm, C); break;
+    case 4: wino_block_rows(4, NV, u + oc * C, pk, mm + oc * ldm, ldm, C); break;
+    case 3: wino_block_rows(3, NV, u + oc * C, pk, mm + oc * ldm, ldm, C); break;
+    case 2: wino_block_rows(2, NV, u + oc * C, pk, mm + oc * ldm, ldm, C); break;
+    case 1: wino_block_rows(1, NV, u + oc * C, pk, mm + oc * ldm, ldm, C); break;
+    default: break;
+    }
 }
 
 /* M[e] = U[e] V[e] for e in [e0, e1): WINO_NT tiles at a time, packed
  * together (in V, a row of a matrix is E rows from the next: the rows of
- * one e fell on few cache sets), then 4 output channels at a time over
- * them */
+ * one e fell on few cache sets), then WINO_MR output channels at a time
+ * over them */
 static void wino_products(void *vj, int64_t e0, int64_t e1) {
     const wino_job *j = vj;
-    int64_t C = j->g->C, OC = j->g->OC, E = j->E, ld = j->ld, ldu = E * C, ldm = E * ld;
+    int64_t C = j->g->C, OC = j->g->OC, E = j->E, ld = j->ld, ldm = E * ld;
     float *pk = j->pk + e0 * C * WINO_NT; /* this slice's */
     for (int64_t e = e0; e < e1; e++)
         for (int64_t t = 0; t < ld; t += WINO_NT) {
             int64_t n = ld - t < WINO_NT ? ld - t : WINO_NT;
-            for (int64_t c = 0; c < C; c++) memcpy(pk + c * WINO_NT, j->v + c * ldm + e * ld + t, (size_t)n * sizeof(float));
-            if (n == WINO_NT) wino_block(WINO_NV, j->u + e * C, ldu, pk, j->mm + e * ld + t, ldm, OC, C);
-            else wino_block(WINO_NV / 2, j->u + e * C, ldu, pk, j->mm + e * ld + t, ldm, OC, C);
+            const float *v = j->v + e * ld + t;
+            if (n == WINO_NT) /* a constant count: vector moves, not a call */
+                for (int64_t c = 0; c < C; c++)
+                    for (int k = 0; k < WINO_NT; k++) pk[c * WINO_NT + k] = v[c * ldm + k];
+            else
+                for (int64_t c = 0; c < C; c++) memcpy(pk + c * WINO_NT, v + c * ldm, (size_t)n * sizeof(float));
+            if (n == WINO_NT) wino_block(WINO_NV, j->u + e * OC * C, pk, j->mm + e * ld + t, ldm, OC, C);
+            else wino_block(WINO_NV / 2, j->u + e * OC * C, pk, j->mm + e * ld + t, ldm, OC, C);
         }
 }
 
@@ -945,7 +998,9 @@ static void wino_output(void *vj, int64_t oc0, int64_t oc1) {
                 int64_t cols = OW - t0 * m < WINO_BLOCK * m ? OW - t0 * m : WINO_BLOCK * m;
                 for (int64_t i = 0; i < rows; i++) {
                     float *yr = y + i * OW + t0 * m;
-                    if (cols == WINO_BLOCK * m)
+                    if (j->accumulate)
+                        for (int64_t x = 0; x < cols; x++) yr[x] += o[i][x % m][x / m];
+                    else if (cols == WINO_BLOCK * m)
                         for (int k = 0; k < WINO_BLOCK; k++)
                             for (int q = 0; q < m; q++) yr[k * m + q] = o[i][q][k];
                     else
@@ -958,8 +1013,9 @@ static void wino_output(void *vj, int64_t oc0, int64_t oc1) {
 /* U made into the workspace (cache NULL), or kept in the cache and made
  * again when its key is not `key` */
 static void conv_fwd_winograd(ts_pool *p, float *ws, float *y, const float *x, const float *w, const float *b, const ts_conv_geom *g, int m,
-                              float *cache, uint64_t key) {
+                              float *cache, uint64_t key, bool accumulate) {
     wino_job j = wino_job_for(g, m);
+    j.accumulate = accumulate;
     int64_t R = wino_chunk_rows(&j), rows_all = g->N * j.TH;
     j.x = x, j.w = w, j.b = b, j.y = y, j.u = cache ? cache + WINO_HEAD : ws;
     j.v = cache ? ws : j.u + wino_u_floats(g, m), j.mm = j.v + j.E * g->C * wino_ld(R * j.TW);
@@ -967,7 +1023,7 @@ static void conv_fwd_winograd(ts_pool *p, float *ws, float *y, const float *x, c
     wino_head h = {0};
     if (cache) memcpy(&h, cache, sizeof h);
     if (!h.made || h.key != key) {
-        ts_pool_for(p, g->OC, grain_for(g->C * j.E * 4), wino_weights, &j);
+        ts_pool_for(p, (g->OC + WINO_MR - 1) / WINO_MR, grain_for(g->C * j.E * 4 * WINO_MR), wino_weights, &j);
         h = (wino_head){.made = 1, .key = key};
         if (cache) memcpy(cache, &h, sizeof h);
     }
@@ -981,10 +1037,127 @@ static void conv_fwd_winograd(ts_pool *p, float *ws, float *y, const float *x, c
     }
 }
 
+/* The weight gradient through the same tiles. With M = U V and y = A^T M
+ * A, U = G g G^T: dM = A dY A^T for each tile (Q, the output gradient's
+ * transform), dU[e] = sum over the tiles Q[e] V[e]^T (a GEMM of K = the
+ * tiles, on the forward's input transform V), and dg = G^T dU G. The
+ * outputs past the bottom or right edge have no gradient: Q's tiles take
+ * zeros there. dU [E, OC, C] sums the chunks in the workspace where the
+ * forward keeps U, Q takes M's place. */
+static inline void wino_a(int m, const float *s, int64_t ss, float *d, int64_t ds) { /* A (m -> a) */
+    if (m == 2) {
+        float s0 = s[0], s1 = s[ss];
+        d[0] = s0, d[ds] = s0 + s1, d[2 * ds] = s0 - s1, d[3 * ds] = -s1;
+        return;
+    }
+    float s0 = s[0], s1 = s[ss], s2 = s[2 * ss], s3 = s[3 * ss], p = s0 + s2, q = s1 + s3, r = s0 + 4.0f * s2, t = 2.0f * s1 + 8.0f * s3;
+    d[0] = s0, d[ds] = p + q, d[2 * ds] = p - q, d[3 * ds] = r + t, d[4 * ds] = r - t, d[5 * ds] = s3;
+}
+
+static inline void wino_gt(int m, const float *s, int64_t ss, float *d, int64_t ds) { /* G^T (a -> 3) */
+    if (m == 2) {
+        float s1 = s[ss], s2 = s[2 * ss];
+        d[0] = s[0] + 0.5f * (s1 + s2), d[ds] = 0.5f * (s1 - s2), d[2 * ds] = 0.5f * (s1 + s2) + s[3 * ss];
+        return;
+    }
+    float s1 = s[ss], s2 = s[2 * ss], s3 = s[3 * ss], s4 = s[4 * ss];
+    d[0] = 0.25f * s[0] - (s1 + s2) * (1.0f / 6) + (s3 + s4) * (1.0f / 24);
+    d[ds] = (s2 - s1) * (1.0f / 6) + (s3 - s4) * (1.0f / 12);
+    d[2 * ds] = (s3 + s4 - s1 - s2) * (1.0f / 6) + s[5 * ss];
+}
+
+/* Q[oc, e, t] = (A dY A^T)[e] of the chunk's tiles, output channels [oc0,
+ * oc1): WINO_DB tiles of a tile row at a time in local blocks (loops of
+ * constant counts across the tiles, which the compiler vectorises), the
+ * outputs past the bottom or right edge read as zeros */
+#define WINO_DB 8
+
+static void wino_dy(void *vj, int64_t oc0, int64_t oc1) {
+    const wino_job *j = vj;
+    const ts_conv_geom *g = j->g;
+    int64_t m = j->m, a = j->a, OW = g->OW, ld = j->ld;
+    for (int64_t oc = oc0; oc < oc1; oc++)
+        for (int64_t gr = j->row0; gr < j->row1; gr++) {
+            int64_t n = gr / j->TH, oh = (gr % j->TH) * m, rows = g->OH - oh < m ? g->OH - oh : m;
+            const float *dy = j->dy + ((n * g->OC + oc) * g->OH + oh) * OW;
+            float *q = j->mm + oc * j->E * ld + (gr - j->row0) * j->TW;
+            for (int64_t t0 = 0; t0 < j->TW; t0 += WINO_DB) {
+                int64_t nt = j->TW - t0 < WINO_DB ? j->TW - t0 : WINO_DB;
+                float s[4][4][WINO_DB], h[6][4][WINO_DB], d[6][6][WINO_DB];
+                if (rows == m && (t0 + WINO_DB) * m <= OW) /* inside the plane */
+                    for (int64_t i = 0; i < m; i++)
+                        for (int64_t c = 0; c < m; c++)
+                            for (int k = 0; k < WINO_DB; k++) s[i][c][k] = dy[i * OW + (t0 + k) * m + c];
+                else
+                    for (int64_t i = 0; i < m; i++)
+                        for (int64_t c = 0; c < m; c++)
+                            for (int64_t k = 0; k < WINO_DB; k++) {
+                                int64_t ow = (t0 + k) * m + c;
+                                s[i][c][k] = i < rows && k < nt && ow < OW ? dy[i * OW + ow] : 0.0f;
+                            }
+                for (int64_t c = 0; c < m; c++) /* down the columns */
+                    for (int k = 0; k < WINO_DB; k++) wino_a((int)m, &s[0][c][k], 4 * WINO_DB, &h[0][c][k], 4 * WINO_DB);
+                for (int i = 0; i < a; i++) /* along the rows */
+                    for (int k = 0; k < WINO_DB; k++) wino_a((int)m, &h[i][0][k], WINO_DB, &d[i][0][k], WINO_DB);
+                for (int64_t e = 0; e < j->E; e++)
+                    for (int64_t k = 0; k < nt; k++) q[e * ld + t0 + k] = d[e / a][e % a][k];
+            }
+        }
+}
+
+/* dU[e] (+)= Q[e] V[e]^T for e in [e0, e1), over the chunk's tiles */
+static void wino_dw_products(void *vj, int64_t e0, int64_t e1) {
+    const wino_job *j = vj;
+    int64_t C = j->g->C, OC = j->g->OC, ldq = j->E * j->ld, T = (j->row1 - j->row0) * j->TW;
+    for (int64_t e = e0; e < e1; e++)
+        ts_gemm_serial(false, true, OC, C, T, j->mm + e * j->ld, ldq, j->v + e * j->ld, ldq, j->row0 == 0 ? 0.0f : 1.0f, j->u + e * OC * C, C);
+}
+
+/* dw[oc, c] += G^T dU[., oc, c] G for output channels [oc0, oc1):
+ * WINO_DB input channels at a time (adjacent in dU) */
+static void wino_dw_out(void *vj, int64_t oc0, int64_t oc1) {
+    const wino_job *j = vj;
+    int64_t C = j->g->C, OCC = j->g->OC * C;
+    int a = j->a;
+    for (int64_t oc = oc0; oc < oc1; oc++)
+        for (int64_t c0 = 0; c0 < C; c0 += WINO_DB) {
+            int64_t nc = C - c0 < WINO_DB ? C - c0 : WINO_DB;
+            float s[6][6][WINO_DB], h[3][6][WINO_DB] = {{{0}}}, d[3][3][WINO_DB];
+            for (int e = 0; e < j->E; e++) {
+                const float *u = j->u + e * OCC + oc * C + c0;
+                for (int64_t k = 0; k < WINO_DB; k++) s[e / a][e % a][k] = k < nc ? u[k] : 0.0f;
+            }
+            for (int q = 0; q < a; q++)
+                for (int k = 0; k < WINO_DB; k++) wino_gt(j->m, &s[0][q][k], 6 * WINO_DB, &h[0][q][k], 6 * WINO_DB);
+            for (int i = 0; i < 3; i++)
+                for (int k = 0; k < WINO_DB; k++) wino_gt(j->m, &h[i][0][k], WINO_DB, &d[i][0][k], WINO_DB);
+            float *dw = j->y + (oc * C + c0) * 9;
+            for (int64_t k = 0; k < nc; k++)
+                for (int t = 0; t < 9; t++) dw[k * 9 + t] += d[t / 3][t % 3][k];
+        }
+}
+
+/* dw += the weight gradient of a convolution that wino_m gives tile m */
+static void conv_dw_winograd(ts_pool *p, float *ws, float *dw, const float *dy, const float *x, const ts_conv_geom *g, int m) {
+    wino_job j = wino_job_for(g, m);
+    int64_t R = wino_chunk_rows(&j), rows_all = g->N * j.TH;
+    j.x = x, j.dy = dy, j.y = dw, j.u = ws, j.v = j.u + wino_u_floats(g, m), j.mm = j.v + j.E * g->C * wino_ld(R * j.TW);
+    ts_gemm_serial_begin();
+    for (j.row0 = 0; j.row0 < rows_all; j.row0 += R) {
+        j.row1 = j.row0 + R < rows_all ? j.row0 + R : rows_all;
+        int64_t tiles = (j.row1 - j.row0) * j.TW;
+        j.ld = wino_ld(tiles);
+        ts_pool_for(p, g->C, grain_for(tiles * j.E), wino_input, &j);
+        ts_pool_for(p, g->OC, grain_for(tiles * j.E), wino_dy, &j);
+        ts_pool_for(p, j.E, 1, wino_dw_products, &j);
+    }
+    ts_pool_for(p, g->OC, grain_for(g->C * j.E * 4), wino_dw_out, &j);
+}
+
 void ts_conv2d_infer(ts_pool *p, float *ws, float *y, const float *x, const float *w, const float *b, const ts_conv_geom *g, float *cache,
                      uint64_t key) {
     int m = ts_conv2d_winograd_tile(g, cache != NULL);
-    if (m) conv_fwd_winograd(p, ws, y, x, w, b, g, m, cache, key);
+    if (m) conv_fwd_winograd(p, ws, y, x, w, b, g, m, cache, key, false);
     else conv_forward(p, ws, y, x, w, b, g, true);
 }
 
