@@ -601,10 +601,10 @@ if resnet_wanted && ( fail() { echo "bench: $*" >&2; exit 1; }
     REALMODELS_PY=$(cd "$BUILD" && pwd)/realmodels-venv/bin/python   # run from inside BUILD: `make bench` names it relatively
     onnx_peer_row "${RESNET_ROWS[0]}" 1.0 onnx_resnet.py infer 1 10
     onnx_peer_row "${RESNET_ROWS[1]}" 1.0 onnx_resnet.py infer 8 4
-    onnx_peer_row "${RESNET_ROWS[2]}" 1.0 onnx_resnet.py train 8 2
-    onnx_peer_row "${RESNET_ROWS[3]}" 1.0 onnx_models.py unet 8 5
-    onnx_peer_row "${RESNET_ROWS[4]}" 1.0 onnx_models.py audio 8 3
-    onnx_peer_row "${RESNET_ROWS[5]}" 1.0 onnx_models.py llama 8 5
+    onnx_peer_row "${RESNET_ROWS[2]}" 1.15 onnx_resnet.py train 8 2
+    onnx_peer_row "${RESNET_ROWS[3]}" 1.15 onnx_models.py unet 8 5
+    onnx_peer_row "${RESNET_ROWS[4]}" 1.15 onnx_models.py audio 8 3
+    onnx_peer_row "${RESNET_ROWS[5]}" 1.15 onnx_models.py llama 8 5
 elif resnet_wanted; then
     echo "resnet18 rows: failed (no venv with PyTorch and onnxruntime: PyPI needed the first time)" >&2
 fi
