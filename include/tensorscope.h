@@ -376,9 +376,11 @@ TS_API ts_tensor *ts_unary(ts_graph *g, const char *op, ts_tensor *x, float alph
  * ts_cast one), exactly in that type, wrapping as it does: Add, Sub, Mul,
  * Div (toward zero, as C's and ONNX's integer Div), FloorDiv (rounded
  * down, PyTorch's //), Mod (the divisor's sign, Python's %), FMod (the
- * dividend's), Min, Max (the dtype out), Equal, Less, LessOrEqual,
- * Greater, GreaterOrEqual (bool out). A division or modulo by 0
- * gives 0 (numpy's). No gradient. */
+ * dividend's), Min, Max, Pow (the dtype out; Pow by an exponent >= 0
+ * wraps as numpy's integer power, by a negative one is onnxruntime's:
+ * +-1 for a base of +-1, INT64_MIN (int32: INT32_MIN) for 0, else 0), Equal,
+ * Less, LessOrEqual, Greater, GreaterOrEqual (bool out). A division or
+ * modulo by 0 gives 0 (numpy's). No gradient. */
 TS_API ts_tensor *ts_binary(ts_graph *g, const char *op, ts_tensor *a, ts_tensor *b);
 /* ts_binary's integer ops on two i32 or two i64 tensors whose values are
  * of the integer type `type` (TS_I8, TS_I16, TS_I32, TS_I64, TS_U8,

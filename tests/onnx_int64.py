@@ -47,8 +47,9 @@ equal onnxruntime's exactly, in its type:
               the test checks too); ArgMax, ArgMin and TopK of values
               that differ by 1 past 2^53
   elementwise Abs, Neg, Sign, Relu, Clip with int64 bounds, Pow by
-              constant exponents, MatMul, CumProd and PRelu of int64
-              tensors
+              constant exponents and by fed ones (numpy's wrapping power;
+              a negative one as onnxruntime's), MatMul, CumProd and PRelu
+              (a constant and a fed slope) of int64 tensors
 Run by tests/test_onnx_int64.sh (the real-model venv: onnx, onnxruntime)."""
 import sys
 import tempfile
@@ -611,6 +612,26 @@ def test_elementwise():
     m = inferred([node("PRelu", ["x", "slope"], ["prelu"])], [vi("x", I64, [3, 4])], ["prelu"], ints(slope=[3, -1, 2**40, 1]))
     got = ts.inference_model(ts.Graph.from_onnx(save(m)), ts.Options())(x=X)
     same("PRelu of int64", reference(m, {"x": X})[0], got[0] if isinstance(got, (list, tuple)) else got, "ONNX's reference")
+    # PRelu by a graph-tensor slope (fed), against ONNX's reference
+    m = inferred([node("PRelu", ["x", "s"], ["prelu"])], [vi("x", I64, [3, 4]), vi("s", I64, [4])], ["prelu"], [])
+    s = np.array([3, -(2**40) - 1, 2**20 + 1, -1], np.int64)
+    got = ts.inference_model(ts.Graph.from_onnx(save(m)), ts.Options())(x=X, s=s)
+    same("PRelu of int64 by a fed slope", reference(m, {"x": X, "s": s})[0], got[0] if isinstance(got, (list, tuple)) else got, "ONNX's reference")
+    # Pow by a fed exponent >= 0: the wrapping integer power, numpy's int64 `**` (onnxruntime's goes through double)
+    m = inferred([node("Pow", ["x", "e"], ["pow"])], [vi("x", I64, [3, 4]), vi("e", I64, [4])], ["pow"], [])
+    e = np.array([3, 1, 2, 63], np.int64)
+    x = X.copy()
+    x[:, 3] = [3, -3, 2**31 + 1]  # 3^63 wraps, (2^31+1)^2 is 2^62 + 2^32 + 1 exactly
+    got = ts.inference_model(ts.Graph.from_onnx(save(m)), ts.Options())(x=x, e=e)
+    same("Pow of int64 by a fed exponent (wrapping)", x ** e, got[0] if isinstance(got, (list, tuple)) else got, "numpy's")
+    # ... and by negative ones, small bases where onnxruntime's double power is exact: as onnxruntime
+    base = np.array([[1, -1, -1, 2, -2, 0, 5, 2**62 + 1]], np.int64)
+    neg = np.array([-1, -2, -3, -1, -3, -1, -2, -1], np.int64)
+    for t, dt in ((I64, np.int64), (TensorProto.INT32, np.int32)):
+        m = inferred([node("Pow", ["x", "e"], ["pow"])], [vi("x", t, [1, 8]), vi("e", I64, [8])], ["pow"], [])
+        b = base if dt == np.int64 else np.array([[1, -1, -1, 2, -2, 0, 5, 2**30 + 1]], dt)
+        _, want, got = both(m, {"x": b, "e": neg})
+        same(f"Pow of {np.dtype(dt).name} by fed negative exponents", want[0], got[0])
 
 
 def save(m):

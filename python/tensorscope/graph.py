@@ -232,7 +232,8 @@ OP_DOCS = {
               "GreaterOrEqual, Less, LessOrEqual, And, Or, Xor (a bool tensor out, no gradient). On two "
               "integer tensors of one dtype (int32 or int64; a mix raises: cast one), exactly in that "
               "type, wrapping as it does: Add, Sub, Mul, Div (toward zero, ONNX's), FloorDiv (torch's "
-              "//), Mod, FMod, Min, Max, and the comparisons (bool out); a division by 0 "
+              "//), Mod, FMod, Min, Max, Pow (by a negative exponent onnxruntime's: +-1 for a base "
+              "of +-1, INT64_MIN (int32: INT32_MIN) for 0, else 0), and the comparisons (bool out); a division by 0 "
               "gives 0 (numpy's). No gradient.",
     "binary_typed": "binary's integer ops on two int32 or two int64 tensors whose values are of the "
                     "integer type `dtype` (int8 to int64, uint8 to uint64; uint32 and uint64 values are "

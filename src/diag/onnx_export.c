@@ -312,7 +312,7 @@ static const char *cast_to(ox *x, const char *name, const char *a, int type) {
  * has no ONNX op: our own. */
 static void int_arith(ox *x, const ts_tensor *t, const char *y, const char *a, const char *b) {
     static const char *const ops[TS_INT_COUNT] = {"Add", "Sub", "Mul", "Div", NULL, "Mod", "Mod", "Min", "Max", "Equal", "Less",
-                                                  "LessOrEqual", "Greater", "GreaterOrEqual", "Neg", "Abs"};
+                                                  "LessOrEqual", "Greater", "GreaterOrEqual", "Neg", "Abs", "Pow"};
     int kind = (int)t->attr[0];
     ts_dtype type = (ts_dtype)t->attr[1], held = x->g->t[t->in[0]]->dtype;
     bool compare = kind >= TS_INT_EQUAL && kind <= TS_INT_GREATER_EQUAL, unary = kind == TS_INT_NEG || kind == TS_INT_ABS;

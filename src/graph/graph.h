@@ -143,10 +143,12 @@ typedef enum ts_op {
 /* TS_OP_INT_ARITH's attr[0] (ts_binary's and ts_unary's names, in this
  * order): Div truncates toward zero (C, ONNX's integer Div), FloorDiv
  * rounds down (PyTorch's //), Mod takes the divisor's sign, FMod the
- * dividend's; a division by zero gives 0, as numpy's */
+ * dividend's; a division by zero gives 0, as numpy's; Pow is the wrapping
+ * integer power (graph/int_math.h) */
 typedef enum ts_int_kind {
     TS_INT_ADD, TS_INT_SUB, TS_INT_MUL, TS_INT_DIV, TS_INT_FLOOR_DIV, TS_INT_MOD, TS_INT_FMOD, TS_INT_MIN, TS_INT_MAX,
-    TS_INT_EQUAL, TS_INT_LESS, TS_INT_LESS_EQUAL, TS_INT_GREATER, TS_INT_GREATER_EQUAL, TS_INT_NEG, TS_INT_ABS, TS_INT_COUNT
+    TS_INT_EQUAL, TS_INT_LESS, TS_INT_LESS_EQUAL, TS_INT_GREATER, TS_INT_GREATER_EQUAL, TS_INT_NEG, TS_INT_ABS, TS_INT_POW,
+    TS_INT_COUNT
 } ts_int_kind;
 
 /* TS_OP_INT_REDUCE's attr[2] (ts_reduce_int's names, in this order):

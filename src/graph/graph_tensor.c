@@ -55,7 +55,7 @@ static ts_op family_op(ts_graph *g, const char *what, const char *op, ts_op firs
 static bool is_int(const ts_tensor *t) { return t && (t->dtype == TS_I32 || t->dtype == TS_I64); }
 
 static const char *const int_kinds[TS_INT_COUNT] = {"Add", "Sub", "Mul", "Div", "FloorDiv", "Mod", "FMod", "Min", "Max",
-                                                    "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "Neg", "Abs"};
+                                                    "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "Neg", "Abs", "Pow"};
 
 static void set_int_node(ts_tensor *t, const void *arg) {
     const int64_t *a = arg; /* attr[0..2], then the output dtype */

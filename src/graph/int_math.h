@@ -41,11 +41,25 @@ TS_INT_FN int64_t ts_int_as_type(int type, int64_t v) {
     }
 }
 
+/* a^k by k >= 0 read unsigned: square and multiply, wrapping (numpy's
+ * int64 `**`); at most 64 rounds */
+TS_INT_FN int64_t ts_int_pow_bits(uint64_t a, uint64_t k) {
+    uint64_t r = 1;
+    for (; k; k >>= 1) {
+        if (k & 1u) r *= a;
+        a *= a;
+    }
+    return (int64_t)r;
+}
+
 /* ---- integer tensors (TS_OP_INT_ARITH, TS_OP_CONVERT, TS_OP_INT_CUMSUM):
  * computed in int64_t, the sums and products unsigned (so they wrap as
  * two's complement, never overflow), and wrapped to the tensor's width by
  * ts_int_wrap; a division or modulo by 0 gives 0 (numpy's), and
- * INT64_MIN / -1 wraps to INT64_MIN. Comparisons give 1 or 0. */
+ * INT64_MIN / -1 wraps to INT64_MIN. Comparisons give 1 or 0. Pow by a
+ * negative exponent is onnxruntime's (its double power turned back to an
+ * integer): 1 and -1 give +-1, 0 gives INT64_MIN (the infinity's
+ * conversion), any other base 0 (a fraction toward zero). */
 TS_INT_FN int64_t ts_int_arith(int kind, int64_t a, int64_t b) {
     uint64_t ua = (uint64_t)a, ub = (uint64_t)b;
     bool zero = b == 0, minus1 = b == -1; /* minus1: a / -1 is -a (INT64_MIN / -1 would trap), the remainders 0 */
@@ -71,6 +85,9 @@ TS_INT_FN int64_t ts_int_arith(int kind, int64_t a, int64_t b) {
     case TS_INT_GREATER: return a > b;
     case TS_INT_GREATER_EQUAL: return a >= b;
     case TS_INT_NEG: return (int64_t)(0 - ua);
+    case TS_INT_POW:
+        if (b >= 0) return ts_int_pow_bits(ua, ub);
+        return a == 1 ? 1 : a == -1 ? ((ub & 1u) ? -1 : 1) : a == 0 ? INT64_MIN : 0;
     default: return a < 0 ? (int64_t)(0 - ua) : a; /* Abs */
     }
 }
@@ -78,8 +95,8 @@ TS_INT_FN int64_t ts_int_arith(int kind, int64_t a, int64_t b) {
 /* ts_int_arith in the declared integer type `type` (a ts_dtype: the
  * values' type, as TS_OP_INT_ARITH's attr[1] gives it; TS_I64 or TS_F32,
  * 0, for none: the held values as they are). A uint64's bits are
- * read unsigned by Div, FloorDiv, Mod, FMod, Min, Max and the comparisons
- * (2^64-1 is past 2^63, not -1); Abs of an unsigned type is the value;
+ * read unsigned by Div, FloorDiv, Mod, FMod, Min, Max, the comparisons
+ * and Pow's exponent (2^64-1 is past 2^63, not -1); Abs of an unsigned type is the value;
  * every other result is ts_int_arith's, Add, Sub, Mul and Neg being the
  * same bits either way. A result that is no comparison is wrapped to the
  * type (uint32 Add past 2^32 wraps, int8 Mul past 127: ts_int_as_type). */
@@ -94,10 +111,12 @@ TS_INT_FN int64_t ts_int_arith_in(int type, int kind, int64_t a, int64_t b) {
         case TS_INT_LESS_EQUAL: return ua <= ub;
         case TS_INT_GREATER: return ua > ub;
         case TS_INT_GREATER_EQUAL: return ua >= ub;
+        case TS_INT_POW: return ts_int_pow_bits(ua, ub);
         default: break;
         }
     bool uns = type == TS_U8 || type == TS_U16 || type == TS_U32 || type == TS_U64;
     if (kind == TS_INT_ABS && uns) return a;
+    if (kind == TS_INT_POW && b < 0 && a == 0 && type == TS_I32) return INT32_MIN; /* onnxruntime's int32 0^-k */
     int64_t r = ts_int_arith(kind, a, b);
     return kind >= TS_INT_EQUAL && kind <= TS_INT_GREATER_EQUAL ? r : ts_int_as_type(type, r);
 }

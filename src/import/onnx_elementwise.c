@@ -147,6 +147,13 @@ ts_status ts_onnx_op_binary(importer *im, node_io *io) {
         return ts_onnx_built(im, ts_scale(im->g, a->t, (float)(1.0 / s)), &io->out[0]);
     ts_tensor *p = strcmp(op, "Pow") == 0 && a->t ? int_pow(im, a->t, b, &st) : NULL;
     if (p || st) return p ? ts_onnx_built(im, p, &io->out[0]) : st;
+    /* an integer base by an integer graph-tensor or negative exponent: the
+     * integer Pow (wrapping; a negative exponent as onnxruntime's), in the
+     * base's type, which is the result's (the exponent's may differ) */
+    if (strcmp(op, "Pow") == 0 && int_a && int_b && (a->t || b->t)) {
+        ts_tensor *ia = ts_onnx_i64_of(im, a, &st), *ib = ia ? ts_onnx_i64_of(im, b, &st) : NULL;
+        return ib ? int_binary(im, op, a, a, ia, ib, &io->out[0]) : st;
+    }
     if (strcmp(op, "Pow") == 0 && ts_onnx_const_scalar(b, &s) && a->t && a->t->dtype == TS_F32)
         return ts_onnx_built(im, ts_pow(im->g, a->t, (float)s), &io->out[0]);
     /* x ** c with c a one-element float initializer: a constant exponent,
