@@ -38,7 +38,8 @@ equal onnxruntime's exactly, in its type:
               GatherElements, GatherND, ScatterElements (none, add, mul,
               max, min), ScatterND, DepthToSpace, SpaceToDepth, Split,
               Squeeze, Unsqueeze, Identity, Trilu, Compress, Slice with a
-              step, TensorScatter, of int64 tensors at the ends of int64;
+              step, TensorScatter, ScatterND at computed indices (none,
+              add), of int64 tensors at the ends of int64;
               Resize nearest of int32 values past 2^24
   reductions  ReduceSum, Max, Min, Prod, SumSquare, L1 and Mean of int64
               tensors past 2^53 against ONNX's reference (numpy's int64
@@ -512,6 +513,13 @@ def test_movers():
     _, want, got = both(m, {"past": past, "upd": upd, "wi": np.array([2, 1], np.int64)})
     for name, w, o in zip(["TensorScatter linear", "TensorScatter circular"], want, got):
         same(name + " of int64", w, o)
+    # ScatterND at indices the graph computes (fed, through an Add), reduction none and add
+    upd = np.array([[MAX64 - 2, 2**62 + 3, -(BIG + 1), 7], [1, -(2**63), BIG + 3, 2**61 + 1]], np.int64)
+    for red, rows in (("none", [[2], [0]]), ("add", [[2], [2]])):
+        m = inferred([node("Add", ["i", "zero"], ["ic"]), node("ScatterND", ["x", "ic", "u"], ["y"], reduction=red)],
+                     [vi("x", I64, [3, 4]), vi("i", I64, [2, 1]), vi("u", I64, [2, 4])], ["y"], ints(zero=0))
+        _, want, got = both(m, {"x": X, "i": np.array(rows, np.int64), "u": upd})
+        same(f"ScatterND reduction={red} at computed indices of int64", want[0], got[0])
     # Resize nearest (onnxruntime has no int64 Resize): int32 values past 2^24
     x32 = np.array([[2**24 + 1, -(2**24) - 3, 2**31 - 1, 5], [-7, 2**30 + 1, -(2**31), 2**25 + 1]], np.int32)
     m = inferred([node("Resize", ["x", "", "scales"], ["y"], mode="nearest")], [vi("x", TensorProto.INT32, [2, 4])],

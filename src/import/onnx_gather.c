@@ -292,11 +292,14 @@ static void fill_later(const void *ctx, float *v) {
  * is dropped (the last write stays, as with constant indices). The
  * updates reach the positions by hit^T x updates [rows, inner] (the
  * gradient flows back to them), the data stays where no row writes (none)
- * or takes their sum (add). An index outside its dim is an error at run,
- * as in a Gather. */
+ * or takes their sum (add). Integer data and updates move exactly, in
+ * their dtype: hit as integers, the product an integer one (where its
+ * M x rows x inner products stay within ts_onnx_int_matmul_2d's bound; else
+ * in f32). An index outside its dim is an error at run, as in a Gather. */
 static ts_status scatter_nd_computed(importer *im, node_io *io, int red, ts_tensor *x, ts_tensor *u, ts_tensor **out) {
     ts_status st = TS_OK;
     ts_graph *g = im->g;
+    bool integer = is_int_tensor(x);
     if (red > 1)
         return ts_onnx_node_error(im, TS_ERR_UNSUPPORTED, "its indices ('%s') are computed from the graph's tensors: tensorscope writes those with "
                                   "reduction none or add, not mul, max or min (constant indices take every reduction)", io->in[1]->name);
@@ -340,9 +343,16 @@ static ts_status scatter_nd_computed(importer *im, node_io *io, int red, ts_tens
     }
     int first = 0;
     ts_tensor *written = ts_reshape(g, ts_reduce_max(g, hit, 1, &first, 1), 2, (int64_t[]){M, 1});
-    ts_tensor *moved = ts_matmul_batched(g, hit, ts_reshape(g, u, 2, (int64_t[]){rows, inner}), 1, 0); /* [M, inner] */
+    ts_tensor *u2 = ts_reshape(g, u, 2, (int64_t[]){rows, inner}), *moved = NULL; /* moved: [M, inner] */
+    if (integer && hit && u2 && !(moved = ts_onnx_int_matmul_2d(im, ts_cast(g, ts_transpose(g, hit, 0, 1), x->dtype), u2, &st)) && st) return st;
+    if (integer && !moved) { /* too many products: in f32 */
+        x = ts_onnx_f32_of(im, x, &st), u2 = x ? ts_onnx_f32_of(im, u2, &st) : NULL, integer = false;
+        if (!u2) return st;
+    }
+    if (!moved) moved = ts_matmul_batched(g, hit, u2, 1, 0);
     ts_tensor *y = ts_reshape(g, x, 2, (int64_t[]){M, inner});
-    y = red ? ts_add(g, y, moved) : ts_where(g, written, moved, y);
+    if (integer) y = red ? ts_binary(g, "Add", y, moved) : ts_where(g, ts_cast(g, written, TS_BOOL), moved, y);
+    else y = red ? ts_add(g, y, moved) : ts_where(g, written, moved, y);
     if ((st = ts_onnx_graph_status(g, y))) return st;
     *out = y;
     return TS_OK;
@@ -363,7 +373,8 @@ ts_status ts_onnx_op_scatter(importer *im, node_io *io) {
     ts_tensor *x0 = ts_onnx_as_tensor(im, io->in[0], &st), *x = x0, *u = NULL;
     /* integer data and updates at constant indices: moved and combined
      * exactly, in the data's dtype; else in f32 */
-    bool integer = x0 && is_int_tensor(x0) && is_const(io->in[1]) && (u = ts_onnx_int_like(im, io->in[2], x0, &st)) != NULL;
+    bool nd_computed = nd && !is_const(io->in[1]);
+    bool integer = x0 && is_int_tensor(x0) && (is_const(io->in[1]) || nd_computed) && (u = ts_onnx_int_like(im, io->in[2], x0, &st)) != NULL;
     if (!integer && !st) x = ts_onnx_f32_of(im, x0, &st), u = x ? as_f32(im, io->in[2], &st) : NULL;
     if (!u || (st = ts_onnx_decoded(im, io->in[1]))) return st;
     value *iv = io->in[1];

@@ -93,6 +93,19 @@ static ts_tensor *int_matmul(importer *im, value *va, value *vb, ts_status *st) 
     return y;
 }
 
+/* a [M, K] x b [K, N], integer tensors of one dtype, exactly: the
+ * [M, K, N] products summed over K by ts_reduce_int (wrapping). NULL (no
+ * error) where the products would pass INT_MATMUL_MAX. */
+ts_tensor *ts_onnx_int_matmul_2d(importer *im, ts_tensor *a, ts_tensor *b, ts_status *st) {
+    int64_t M = a->shape.d[0], K = a->shape.d[1], N = b->shape.d[1];
+    if ((double)M * (double)K * (double)N > (double)INT_MATMUL_MAX) return NULL;
+    ts_graph *g = im->g;
+    ts_tensor *y = ts_reduce_int(g, "Sum", ts_binary(g, "Mul", ts_reshape(g, a, 3, (int64_t[]){M, K, 1}), ts_reshape(g, b, 3, (int64_t[]){1, K, N})),
+                                 1, (const int[]){1}, 0);
+    if (!y) *st = ts_graph_status(g);
+    return y;
+}
+
 ts_status ts_onnx_op_matmul(importer *im, node_io *io) {
     if (io->n_in != 2) return ts_onnx_node_error(im, TS_ERR_FORMAT, "needs 2 inputs");
     ts_status st = TS_OK;
