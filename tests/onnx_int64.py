@@ -49,8 +49,9 @@ equal onnxruntime's exactly, in its type:
               that differ by 1 past 2^53
   elementwise Abs, Neg, Sign, Relu, Clip with int64 bounds, Pow by
               constant exponents and by fed ones (numpy's wrapping power;
-              a negative one as onnxruntime's), MatMul, CumProd and PRelu
-              (a constant and a fed slope) of int64 tensors
+              a negative one as onnxruntime's), MatMul (past 2^26 products
+              too), Gemm (against numpy), Einsum, CumProd and PRelu (a
+              constant and a fed slope) of int64 tensors
 Run by tests/test_onnx_int64.sh (the real-model venv: onnx, onnxruntime)."""
 import sys
 import tempfile
@@ -606,6 +607,30 @@ def test_elementwise():
     _, want, got = both(m, feeds)
     for name, w_, o in zip(["MatMul", "MatMul batched", "MatMul of a vector", "MatMul by a vector"], want, got):
         same(name + " of int64 (wrapping)", w_, o)
+    # ... past 2^26 products (formed in blocks of rows), batched: as onnxruntime's
+    rng = np.random.default_rng(7)
+    a, b = rng.integers(-(2**62), 2**62, (2, 210, 420), np.int64), rng.integers(-(2**62), 2**62, (420, 420), np.int64)
+    m = inferred([node("MatMul", ["a", "b"], ["mm"])], [vi("a", I64, [2, 210, 420]), vi("b", I64, [420, 420])], ["mm"], [])
+    _, want, got = both(m, {"a": a, "b": b})
+    same("MatMul of int64 past 2^26 products (wrapping)", want[0], got[0])
+    # Gemm of int64 (onnxruntime has none, ONNX's reference goes through double): numpy's int64 arithmetic
+    A = np.array([[2**40 + 1, -3, 7], [2**62 + 1, 1, -(BIG + 1)]], np.int64)
+    B = np.array([[3, -1], [2**20 + 1, 7], [-(BIG + 1), 1]], np.int64)
+    C, C2 = np.array([BIG + 1, -(2**62)], np.int64), np.array([[1], [-(2**62)]], np.int64)
+    m = inferred([node("Gemm", ["a", "b", "c"], ["gemm"]), node("Gemm", ["b", "a", "c2"], ["gemm_t"], transA=1, transB=1, alpha=3.0, beta=-2.0),
+                  node("Gemm", ["a", "b"], ["gemm_ab"])],
+                 [vi("a", I64, [2, 3]), vi("b", I64, [3, 2]), vi("c", I64, [2]), vi("c2", I64, [2, 1])], ["gemm", "gemm_t", "gemm_ab"], [])
+    got = ts.inference_model(ts.Graph.from_onnx(save(m)), ts.Options())(a=A, b=B, c=C, c2=C2)
+    for name, w, o in zip(["Gemm", "Gemm transposed, alpha 3, beta -2", "Gemm without C"], [A @ B + C, (B.T @ A.T) * 3 + C2 * -2, A @ B], got):
+        same(name + " of int64 (wrapping)", w, o, "numpy's")
+    # Einsum of int64 (a MatMul, a batched one, sums; onnxruntime's sums go through floats): ONNX's reference (numpy's einsum)
+    m = inferred([node("Einsum", ["a", "b"], ["ein"], equation="ij,jk->ik"), node("Einsum", ["ab", "b"], ["ein_b"], equation="bij,jk->bki"),
+                  node("Einsum", ["a"], ["ein_sum"], equation="ij->j"), node("Einsum", ["a", "b"], ["ein_rows"], equation="ij,jk->i")],
+                 [vi("a", I64, [2, 3]), vi("b", I64, [3, 2]), vi("ab", I64, [2, 2, 3])], ["ein", "ein_b", "ein_sum", "ein_rows"], [])
+    feeds = {"a": A, "b": B, "ab": np.stack([A, A[::-1]])}
+    got = ts.inference_model(ts.Graph.from_onnx(save(m)), ts.Options())(**feeds)
+    for name, w, o in zip(["Einsum ij,jk->ik", "Einsum bij,jk->bki", "Einsum ij->j", "Einsum ij,jk->i"], reference(m, feeds), got):
+        same(name + " of int64 (wrapping)", w, o, "ONNX's reference")
     # CumProd (opset 26), wrapping as onnxruntime's
     nodes = [node("CumProd", ["x", "one"], ["cumprod"]), node("CumProd", ["x", "one"], ["cumprod_er"], exclusive=1, reverse=1)]
     g = helper.make_graph(nodes, "g", [vi("x", I64, [3, 4])], [], initializer=ints(one=1))

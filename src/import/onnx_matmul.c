@@ -48,9 +48,45 @@ static value *transposed_twin(importer *im, value *v, ts_status *st) {
     return NULL;
 }
 
-/* The most elements of the [.., M, K, N] products an integer MatMul
- * forms (2^26: 512 MiB of int64); a larger one is computed in f32. */
+/* The most elements of the [.., M, K, N] products one block of an
+ * integer MatMul forms (2^26: 512 MiB of int64); a larger product is
+ * formed in blocks of rows, each within it. */
 #define INT_MATMUL_MAX ((int64_t)1 << 26)
+
+/* The most blocks an integer MatMul is split into; past it, in f32 */
+#define INT_MATMUL_BLOCKS 4096
+
+/* Whether v is an integer graph tensor or an integer constant (no
+ * trained parameter). */
+static bool int_value(const value *v) { return v->t ? is_int_tensor(v->t) : !v->param && !ts_onnx_dtype_is_float(v->c.dtype); }
+
+/* The products of a read as ea [.., M, K, 1] by b read as eb [.., 1, K,
+ * N] (numpy's broadcast of the batch dims), integer tensors of one dtype,
+ * summed over K by ts_reduce_int, exactly (wrapping): in blocks of a's
+ * rows that each form at most INT_MATMUL_MAX products (a row forms
+ * row_products), concatenated along the rows. NULL (no error) where one
+ * row's products pass it, or the blocks INT_MATMUL_BLOCKS. */
+static ts_tensor *int_products(importer *im, ts_tensor *a, ts_tensor *b, const ts_shape *ea, const ts_shape *eb, double row_products, ts_status *st) {
+    ts_graph *g = im->g;
+    int md = ea->ndim - 3, yr = (ea->ndim > eb->ndim ? ea->ndim : eb->ndim) - 1; /* M's dim in a, the result's rank */
+    int64_t M = ea->d[md], step = row_products < 1 ? M : (int64_t)((double)INT_MATMUL_MAX / row_products);
+    if (step < 1) return NULL;
+    int64_t n = M > step ? (M + step - 1) / step : 1;
+    if (n > INT_MATMUL_BLOCKS) return NULL;
+    ts_tensor **parts = ts_malloc((size_t)n * sizeof *parts), *ar = ts_reshape(g, a, ea->ndim, ea->d), *br = ts_reshape(g, b, eb->ndim, eb->d), *y = NULL;
+    if (!parts) {
+        *st = TS_ERR_OUT_OF_MEMORY;
+        return NULL;
+    }
+    for (int64_t k = 0; k < n; k++) {
+        ts_tensor *ak = n == 1 ? ar : ts_slice(g, ar, md, k * step, M - k * step < step ? M - k * step : step);
+        parts[k] = ts_reduce_int(g, "Sum", ts_binary(g, "Mul", ak, br), 1, (const int[]){-2}, 0);
+    }
+    y = n == 1 ? parts[0] : ts_concat(g, parts, (int)n, yr - 2);
+    ts_free(parts);
+    if (!y) *st = ts_graph_status(g);
+    return y;
+}
 
 /* MatMul of integer operands (graph tensors or constants, one a graph
  * tensor), exactly: int64 unless both are int32 (then wrapping to int32, as
@@ -59,9 +95,7 @@ static value *transposed_twin(importer *im, value *v, ts_status *st) {
  * NULL (no error) where the operands are no such integers or the products
  * would pass INT_MATMUL_MAX. */
 static ts_tensor *int_matmul(importer *im, value *va, value *vb, ts_status *st) {
-    bool int_a = va->t ? is_int_tensor(va->t) : !va->param && !ts_onnx_dtype_is_float(va->c.dtype);
-    bool int_b = vb->t ? is_int_tensor(vb->t) : !vb->param && !ts_onnx_dtype_is_float(vb->c.dtype);
-    if (!int_a || !int_b || (!va->t && !vb->t)) return NULL;
+    if (!int_value(va) || !int_value(vb) || (!va->t && !vb->t)) return NULL;
     const ts_shape *sa = shape_of(va), *sb = shape_of(vb);
     int ra = sa->ndim < 2 ? 2 : sa->ndim, rb = sb->ndim < 2 ? 2 : sb->ndim, r = ra > rb ? ra : rb;
     if (sa->ndim < 1 || sb->ndim < 1 || r + 1 > TS_MAX_DIMS) return NULL;
@@ -71,7 +105,6 @@ static ts_tensor *int_matmul(importer *im, value *va, value *vb, ts_status *st) 
         int64_t da = i - (r - ra) >= 0 ? sa->d[i - (r - ra)] : 1, db = i - (r - rb) >= 0 ? sb->d[i - (r - rb)] : 1;
         batch *= da > db ? da : db;
     }
-    if ((double)batch * (double)M * (double)K * (double)N > (double)INT_MATMUL_MAX) return NULL;
     bool i32 = va->t && vb->t && va->t->dtype == TS_I32 && vb->t->dtype == TS_I32;
     ts_tensor *a = i32 ? va->t : ts_onnx_i64_of(im, va, st), *b = !a ? NULL : i32 ? vb->t : ts_onnx_i64_of(im, vb, st);
     if (!b) return NULL;
@@ -81,8 +114,7 @@ static ts_tensor *int_matmul(importer *im, value *va, value *vb, ts_status *st) 
     ea.d[ra - 2] = M, ea.d[ra - 1] = K, ea.d[ra] = 1;
     for (int i = 0; i < rb - 2; i++) eb.d[i] = b->shape.d[i];
     eb.d[rb - 2] = 1, eb.d[rb - 1] = K, eb.d[rb] = N;
-    ts_tensor *y = ts_reduce_int(g, "Sum", ts_binary(g, "Mul", ts_reshape(g, a, ea.ndim, ea.d), ts_reshape(g, b, eb.ndim, eb.d)), 1,
-                                 (const int[]){-2}, 0);
+    ts_tensor *y = int_products(im, a, b, &ea, &eb, (double)batch * (double)K * (double)N, st);
     if (y && (sa->ndim == 1 || sb->ndim == 1)) { /* numpy's 1-D operands: their dim of 1 dropped */
         ts_shape s = {.ndim = 0};
         for (int i = 0; i < y->shape.ndim; i++)
@@ -93,16 +125,37 @@ static ts_tensor *int_matmul(importer *im, value *va, value *vb, ts_status *st) 
     return y;
 }
 
-/* a [M, K] x b [K, N], integer tensors of one dtype, exactly: the
- * [M, K, N] products summed over K by ts_reduce_int (wrapping). NULL (no
- * error) where the products would pass INT_MATMUL_MAX. */
+/* a [M, K] x b [K, N], integer tensors of one dtype, exactly
+ * (int_products). NULL (no error) where one row's K x N products pass
+ * INT_MATMUL_MAX. */
 ts_tensor *ts_onnx_int_matmul_2d(importer *im, ts_tensor *a, ts_tensor *b, ts_status *st) {
     int64_t M = a->shape.d[0], K = a->shape.d[1], N = b->shape.d[1];
-    if ((double)M * (double)K * (double)N > (double)INT_MATMUL_MAX) return NULL;
+    return int_products(im, a, b, &(ts_shape){.ndim = 3, .d = {M, K, 1}}, &(ts_shape){.ndim = 3, .d = {1, K, N}}, (double)K * (double)N, st);
+}
+
+/* Gemm of integers (A and B integer graph tensors or constants, C too,
+ * alpha and beta whole numbers): alpha A' B' + beta C exactly in int64,
+ * wrapping (int32 A and B: the result wrapped to int32). NULL (no error)
+ * where it is none such (then in f32). */
+static ts_tensor *int_gemm(importer *im, node_io *io, bool trans_a, bool trans_b, double alpha, double beta, ts_status *st) {
+    value *va = io->in[0], *vb = io->in[1], *vc = io->n_in > 2 && beta != 0.0 ? io->in[2] : NULL;
+    if (!int_value(va) || !int_value(vb) || (!va->t && !vb->t) || (vc && !int_value(vc))) return NULL;
+    if (alpha != floor(alpha) || beta != floor(beta) || fabs(alpha) > 0x1p62 || fabs(beta) > 0x1p62) return NULL;
+    if (shape_of(va)->ndim != 2 || shape_of(vb)->ndim != 2) return NULL; /* the f32 path says what is wrong */
     ts_graph *g = im->g;
-    ts_tensor *y = ts_reduce_int(g, "Sum", ts_binary(g, "Mul", ts_reshape(g, a, 3, (int64_t[]){M, K, 1}), ts_reshape(g, b, 3, (int64_t[]){1, K, N})),
-                                 1, (const int[]){1}, 0);
-    if (!y) *st = ts_graph_status(g);
+    bool i32 = va->t && vb->t && va->t->dtype == TS_I32 && vb->t->dtype == TS_I32;
+    ts_tensor *a = ts_onnx_i64_of(im, va, st), *b = a ? ts_onnx_i64_of(im, vb, st) : NULL;
+    if (b && trans_a) a = ts_transpose(g, a, 0, 1);
+    if (b && trans_b) b = ts_transpose(g, b, 0, 1);
+    ts_tensor *y = a && b ? ts_onnx_int_matmul_2d(im, a, b, st) : NULL;
+    if (y && alpha != 1.0) y = ts_binary(g, "Mul", y, ts_onnx_int_scalar_like(im, y, (int64_t)alpha, st));
+    if (y && vc) {
+        ts_tensor *c = ts_onnx_i64_of(im, vc, st);
+        if (c && beta != 1.0) c = ts_binary(g, "Mul", c, ts_onnx_int_scalar_like(im, c, (int64_t)beta, st));
+        y = c ? ts_binary(g, "Add", y, c) : NULL;
+    }
+    if (y && i32) y = ts_cast(g, y, TS_I32);
+    if (!y && !*st && ts_graph_status(g)) *st = ts_graph_status(g);
     return y;
 }
 
@@ -152,6 +205,8 @@ ts_status ts_onnx_op_gemm(importer *im, node_io *io) {
     if (!st) st = ts_onnx_attr_flag(im, "transB", &trans_b);
     if (st) return st;
     double alpha = ts_onnx_attr_f(im, "alpha", 1.0), beta = ts_onnx_attr_f(im, "beta", 1.0);
+    ts_tensor *iy = int_gemm(im, io, trans_a, trans_b, alpha, beta, &st);
+    if (iy || st) return iy ? ts_onnx_built(im, iy, &io->out[0]) : st;
     ts_tensor *a = ts_onnx_as_tensor(im, io->in[0], &st), *b = a ? ts_onnx_as_tensor(im, io->in[1], &st) : NULL;
     if (!b) return st;
     if (trans_a && a->shape.ndim != 2) return ts_onnx_node_error(im, TS_ERR_SHAPE, "A must be 2-D, got %d dimensions", a->shape.ndim);
@@ -206,7 +261,7 @@ static bool einsum_term(const char *t, size_t len, int rank, int ell, int *lab, 
 /* x with labels lab[n]: repeated labels made one (the diagonal: x times
  * the identity over the two axes, summed over the second), then the
  * labels `keep` does not hold summed out. */
-static ts_tensor *einsum_reduce(importer *im, ts_tensor *x, int *lab, int *n, const bool *keep, ts_status *st) {
+static ts_tensor *einsum_reduce(importer *im, ts_tensor *x, int *lab, int *n, const bool *keep, bool integer, ts_status *st) {
     ts_graph *g = im->g;
     for (int p = 0; p < *n && x; p++)
         for (int q = p + 1; q < *n && x; q++) {
@@ -227,7 +282,7 @@ static ts_tensor *einsum_reduce(importer *im, ts_tensor *x, int *lab, int *n, co
     for (int k = 0; k < *n; k++)
         if (!keep[lab[k]]) ax[na++] = k;
         else lab[m++] = lab[k];
-    if (x && na) x = ts_reduce_sum(g, x, na, ax, 0);
+    if (x && na) x = integer ? ts_reduce_int(g, "Sum", x, na, ax, 0) : ts_reduce_sum(g, x, na, ax, 0);
     *n = m;
     if (!x && !*st) *st = ts_graph_status(g);
     return x;
@@ -249,7 +304,10 @@ static ts_tensor *einsum_order(importer *im, ts_tensor *x, const int *lab, const
  * labels in one operand only and not in the output summed out, then two
  * operands as one batched MatMul [batch, left, contracted] x [batch,
  * contracted, right], and the output's order; an ellipsis stands for the
- * same dims in each (numpy's implicit output where there is no "->"). */
+ * same dims in each (numpy's implicit output where there is no "->").
+ * Integer operands with no label repeated within one: exactly in int64
+ * (the sums ts_reduce_int's, the MatMul int_products; int32 operands
+ * wrapped to int32); else in f32. */
 ts_status ts_onnx_op_einsum(importer *im, node_io *io) {
     ts_status st = TS_OK;
     ts_graph *g = im->g;
@@ -265,11 +323,18 @@ ts_status ts_onnx_op_einsum(importer *im, node_io *io) {
     ts_tensor *x[2] = {NULL, NULL};
     int lab[2][TS_MAX_DIMS], n[2] = {0, 0}, out[TS_MAX_DIMS], no = 0, ell = 0, count[EINSUM_LABELS] = {0};
     size_t start = 0;
+    bool integer = true, any_tensor = false, i32 = true;
+    for (int k = 0; k < io->n_in; k++) {
+        integer = integer && int_value(io->in[k]);
+        any_tensor = any_tensor || io->in[k]->t;
+        i32 = i32 && io->in[k]->t && io->in[k]->t->dtype == TS_I32;
+    }
+    integer = integer && any_tensor;
     for (int k = 0; k < io->n_in; k++) {
         size_t end = start;
         while (end < lhs && eq[end] != ',') end++;
         if ((k + 1 < io->n_in) != (end < lhs)) return ts_onnx_node_error(im, TS_ERR_FORMAT, "equation '%.*s' has not one term per input", (int)len, eq);
-        if (!(x[k] = as_f32(im, io->in[k], &st))) return st;
+        if (!(x[k] = integer ? ts_onnx_i64_of(im, io->in[k], &st) : as_f32(im, io->in[k], &st))) return st;
         int e = 0;
         if (!einsum_term(eq + start, end - start, x[k]->shape.ndim, 0, lab[k], &n[k], &e))
             return ts_onnx_node_error(im, TS_ERR_FORMAT, "term %d of the equation '%.*s' does not fit its input of %d dims", k, (int)len, eq, x[k]->shape.ndim);
@@ -285,6 +350,11 @@ ts_status ts_onnx_op_einsum(importer *im, node_io *io) {
         for (int l = 0; l < EINSUM_ELLIPSIS; l++)
             if (count[l] == 1) out[no++] = l;
     }
+    for (int k = 0; integer && k < io->n_in; k++) /* a diagonal: in f32 */
+        for (int i = 0; integer && i < n[k]; i++)
+            for (int j = i + 1; j < n[k]; j++) integer = integer && lab[k][i] != lab[k][j];
+    for (int k = 0; !integer && k < io->n_in; k++)
+        if (is_int_tensor(x[k]) && !(x[k] = ts_onnx_f32_of(im, x[k], &st))) return st;
     bool keep[2][EINSUM_LABELS] = {{false}};
     int64_t size[EINSUM_LABELS] = {0};
     for (int i = 0; i < no; i++) keep[0][out[i]] = keep[1][out[i]] = true;
@@ -303,7 +373,7 @@ ts_status ts_onnx_op_einsum(importer *im, node_io *io) {
             if (in1[lab[0][i]]) keep[0][lab[0][i]] = keep[1][lab[0][i]] = true;
     }
     for (int k = 0; k < io->n_in; k++)
-        if (!(x[k] = einsum_reduce(im, x[k], lab[k], &n[k], keep[k], &st))) return st;
+        if (!(x[k] = einsum_reduce(im, x[k], lab[k], &n[k], keep[k], integer, &st))) return st;
     ts_tensor *y;
     int ylab[TS_MAX_DIMS], ny = 0;
     if (io->n_in == 1) {
@@ -335,7 +405,13 @@ ts_status ts_onnx_op_einsum(importer *im, node_io *io) {
         for (int i = 0; i < nr; i++) wb[k++] = rl[i];
         ts_tensor *pa = ts_reshape(g, einsum_order(im, x[0], lab[0], wa, n[0]), 3, (int64_t[]){B, L, C});
         ts_tensor *pb = ts_reshape(g, einsum_order(im, x[1], lab[1], wb, n[1]), 3, (int64_t[]){B, C, R});
-        y = pa && pb ? ts_matmul_batched(g, pa, pb, 0, 0) : NULL;
+        y = NULL;
+        if (integer && pa && pb) {
+            y = int_products(im, pa, pb, &(ts_shape){.ndim = 4, .d = {B, L, C, 1}}, &(ts_shape){.ndim = 4, .d = {B, 1, C, R}}, (double)B * (double)C * (double)R, &st);
+            if (!y && st) return st;
+            if (!y) pa = ts_onnx_f32_of(im, pa, &st), pb = pa ? ts_onnx_f32_of(im, pb, &st) : NULL, integer = false; /* too many products */
+        }
+        if (!integer) y = pa && pb ? ts_matmul_batched(g, pa, pb, 0, 0) : NULL;
         ts_shape ys = {0};
         for (int i = 0; i < nb; i++) ylab[ny++] = bl[i];
         for (int i = 0; i < nl; i++) ylab[ny++] = ll[i];
@@ -343,9 +419,10 @@ ts_status ts_onnx_op_einsum(importer *im, node_io *io) {
         for (int i = 0; i < ny; i++) ys.d[ys.ndim++] = size[ylab[i]];
         if (y) y = ts_reshape(g, y, ys.ndim, ys.d);
     }
-    if (!y) return ts_graph_status(g);
+    if (!y) return st ? st : ts_graph_status(g);
     if (ny != no) return ts_onnx_node_error(im, TS_ERR_FORMAT, "the output of the equation '%.*s' names labels the inputs lack or repeats one", (int)len, eq);
-    return ts_onnx_built(im, einsum_order(im, y, ylab, out, no), &io->out[0]);
+    y = einsum_order(im, y, ylab, out, no);
+    return ts_onnx_built(im, integer && i32 && y ? ts_cast(g, y, TS_I32) : y, &io->out[0]);
 }
 
 /* -------------------------------------------------------------------- Det */
