@@ -45,8 +45,9 @@ equal onnxruntime's exactly, in its type:
               tensors past 2^53 against ONNX's reference (numpy's int64
               arithmetic, wrapping) and an exact mean (onnxruntime 1.32
               adds int64 in double: it agrees where that is exact, which
-              the test checks too); ArgMax, ArgMin and TopK of values
-              that differ by 1 past 2^53
+              the test checks too); L2, LogSum and LogSumExp truncated
+              as onnxruntime's where f32 holds their whole part; ArgMax,
+              ArgMin and TopK of values that differ by 1 past 2^53
   elementwise Abs, Neg, Sign, Relu, Clip with int64 bounds, Pow by
               constant exponents and by fed ones (numpy's wrapping power;
               a negative one as onnxruntime's), MatMul (past 2^26 products
@@ -563,6 +564,13 @@ def test_reductions():
     _, want, got = both(m, {"x": small})
     for name, w, o in zip(names, want, got):
         same(name + " of int64 below 2^53, as onnxruntime", w, o)
+    # L2, LogSum and LogSumExp (onnxruntime: in double, truncated toward zero), where f32 holds the result's whole part
+    cases = [("ReduceL2", [[40, 2, 5, 7], [-3000, 4, 0, 1]]), ("ReduceLogSum", [[2**60 + 1, 3, BIG + 1, 1], [BIG + 7, 2**62 + 1, 5, 9]]),
+             ("ReduceLogSumExp", [[3, 1, 40, 2], [-5, 7, 0, 1]])]
+    for op, v in cases:
+        m = inferred([node(op, ["x", "ax1"], ["y"], keepdims=0)], [vi("x", I64, [2, 4])], ["y"], ints(ax1=[1]))
+        _, want, got = both(m, {"x": np.array(v, np.int64)})
+        same(op + " of int64, truncated", want[0], got[0])
     # ArgMax, ArgMin, TopK: values past 2^53 that differ by 1
     a = np.array([[BIG + 1, BIG + 2, BIG + 3, BIG + 2], [-(BIG + 2), -(BIG + 1), -(BIG + 2), MAX64], [2**62 + 1, 2**62, 2**62 + 1, -(2**63)]], np.int64)
     m = inferred([node("ArgMax", ["x"], ["amax"], axis=1), node("ArgMin", ["x"], ["amin"], axis=1, keepdims=0),

@@ -58,7 +58,8 @@ static ts_status reduce_empty(importer *im, node_io *io, const int64_t *axes, in
  * ReduceLogSumExp m + log(sum e^(x-m))
  * with m the maximum (no gradient through m: its terms cancel). Of an
  * integer tensor, Sum, Mean, Max, Min, Prod, SumSquare and L1 are
- * ts_reduce_int, exactly in its dtype. */
+ * ts_reduce_int, exactly in its dtype; L2, LogSum and LogSumExp are
+ * computed in f32 and truncated into its dtype. */
 ts_status ts_onnx_op_reduce(importer *im, node_io *io) {
     const char *op = im->node->op_type;
     int input_since = strcmp(op, "ReduceSum") == 0 ? 13 : 18; /* ReduceProd's too: 18 */
@@ -80,6 +81,7 @@ ts_status ts_onnx_op_reduce(importer *im, node_io *io) {
     const char *int_op = NULL;
     for (size_t i = 0; x && is_int_tensor(x) && i < sizeof int_ops / sizeof int_ops[0]; i++)
         if (strcmp(op, int_ops[i][0]) == 0) int_op = int_ops[i][1];
+    ts_dtype held = x ? x->dtype : TS_F32;
     if (!int_op) x = ts_onnx_f32_of(im, x, &st);
     if (!x) return st;
     int ax[TS_MAX_DIMS];
@@ -120,6 +122,10 @@ ts_status ts_onnx_op_reduce(importer *im, node_io *io) {
         ts_tensor *mo = keep ? m : ts_stop_gradient(g, ts_reduce_max(g, x, n, ax, 0));
         y = ts_add(g, ts_log(g, ts_reduce_sum(g, ts_exp(g, ts_sub(g, x, m)), n, ax, keep)), mo);
     }
+    /* L2, LogSum and LogSumExp of integers: computed in f32, truncated
+     * toward zero into their dtype, as onnxruntime's (which computes them
+     * in double): the same wherever f32 holds the result's whole part */
+    if (!int_op && (held == TS_I32 || held == TS_I64)) y = ts_cast(g, y, held);
     return ts_onnx_built(im, y, &io->out[0]);
 }
 
