@@ -25,6 +25,15 @@ static int64_t py_mod(int64_t a, int64_t b) {
     return r != 0 && (r < 0) != (b < 0) ? r + b : r;
 }
 
+/* a^k by repeated multiplication, wrapping; by k < 0 onnxruntime's (+-1
+ * for +-1, INT64_MIN for 0, else 0) */
+static int64_t int_pow(int64_t a, int64_t k) {
+    if (k < 0) return a == 1 ? 1 : a == -1 ? (k & 1 ? -1 : 1) : a == 0 ? INT64_MIN : 0;
+    uint64_t r = 1;
+    for (int64_t i = 0; i < k; i++) r *= (uint64_t)a;
+    return (int64_t)r;
+}
+
 static const int64_t *anchored(ts_model *m, const ts_tensor *t, ts_dtype want, int64_t n) {
     ts_array a;
     if (ts_model_anchored(m, ts_tensor_name(t), &a) || a.dtype != want || ts_array_numel(&a) != n) return NULL;
@@ -58,7 +67,9 @@ int main(void) {
     /* one f32 value anchored just before the gathered i64 ones: an odd
      * number of 4-byte cells ahead of them in the anchors' arena */
     ts_tensor *odd = ts_slice(g, ts_reshape(g, f32, 1, (int64_t[]){B * T}), 0, 0, 1);
-    ts_tensor *outs[] = {pos, arith, mod, fmod, neg, less, mx, rev, tr, sl, cat, odd, ga, w32, f32, back};
+    /* Pow by i64 exponents: 3 or 4 (the mask + 3, wrapping), and -7 */
+    ts_tensor *pw = ts_binary(g, "Pow", x, ts_binary(g, "Add", am, three)), *pn = ts_binary(g, "Pow", x, seven);
+    ts_tensor *outs[] = {pos, arith, mod, fmod, neg, less, mx, rev, tr, sl, cat, odd, ga, w32, f32, back, pw, pn};
     int n_outs = (int)(sizeof outs / sizeof outs[0]);
     bool built = true;
     for (int i = 0; i < n_outs; i++) built = built && outs[i];
@@ -97,6 +108,10 @@ int main(void) {
     for (int i = 0; vm && vf && vn && i < B * T; i++)
         bad += vm[i] != py_mod(ids[i], -5) || vf[i] != ids[i] % -5 || vn[i] != (int64_t)(0u - (uint64_t)ids[i]);
     CHECK(vm && vf && vn && bad == 0, "Mod takes the divisor's sign, FMod the dividend's, Neg wraps (%d wrong)", bad);
+    const int64_t *vpw = anchored(m, pw, TS_I64, B * T), *vpn = anchored(m, pn, TS_I64, B * T);
+    bad = 0;
+    for (int i = 0; vpw && vpn && i < B * T; i++) bad += vpw[i] != int_pow(ids[i], mask[i] + 3) || vpn[i] != int_pow(ids[i], -7);
+    CHECK(vpw && vpn && bad == 0, "Pow of i64 by 3 and 4 wraps as repeated multiplication, by -7 is onnxruntime's (%d wrong)", bad);
     ts_array la;
     const uint8_t *vl = !ts_model_anchored(m, ts_tensor_name(less), &la) && la.dtype == TS_BOOL && ts_array_numel(&la) == B * T ? la.data : NULL;
     v = anchored(m, mx, TS_I64, B * T);
