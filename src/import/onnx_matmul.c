@@ -69,7 +69,7 @@ static bool int_value(const value *v) { return v->t ? is_int_tensor(v->t) : !v->
 static ts_tensor *int_products(importer *im, ts_tensor *a, ts_tensor *b, const ts_shape *ea, const ts_shape *eb, double row_products, ts_status *st) {
     ts_graph *g = im->g;
     int md = ea->ndim - 3, yr = (ea->ndim > eb->ndim ? ea->ndim : eb->ndim) - 1; /* M's dim in a, the result's rank */
-    int64_t M = ea->d[md], step = row_products < 1 ? M : (int64_t)((double)INT_MATMUL_MAX / row_products);
+    int64_t M = ea->d[md], step = row_products < 1 ? (M > 1 ? M : 1) : (int64_t)((double)INT_MATMUL_MAX / row_products); /* no products: one block */
     if (step < 1) return NULL;
     int64_t n = M > step ? (M + step - 1) / step : 1;
     if (n > INT_MATMUL_BLOCKS) return NULL;
