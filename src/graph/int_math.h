@@ -96,8 +96,9 @@ TS_INT_FN int64_t ts_int_arith(int kind, int64_t a, int64_t b) {
  * values' type, as TS_OP_INT_ARITH's attr[1] gives it; TS_I64 or TS_F32,
  * 0, for none: the held values as they are). A uint64's bits are
  * read unsigned by Div, FloorDiv, Mod, FMod, Min, Max, the comparisons
- * and Pow's exponent (2^64-1 is past 2^63, not -1); Abs of an unsigned type is the value;
- * every other result is ts_int_arith's, Add, Sub, Mul and Neg being the
+ * and Pow's exponent (2^64-1 is past 2^63, not -1); Abs of an unsigned
+ * type is the value; Pow of int32 0 by a negative exponent INT32_MIN
+ * (onnxruntime's); every other result is ts_int_arith's, Add, Sub, Mul and Neg being the
  * same bits either way. A result that is no comparison is wrapped to the
  * type (uint32 Add past 2^32 wraps, int8 Mul past 127: ts_int_as_type). */
 TS_INT_FN int64_t ts_int_arith_in(int type, int kind, int64_t a, int64_t b) {

@@ -91,9 +91,9 @@ static ts_tensor *int_products(importer *im, ts_tensor *a, ts_tensor *b, const t
 /* MatMul of integer operands (graph tensors or constants, one a graph
  * tensor), exactly: int64 unless both are int32 (then wrapping to int32, as
  * onnxruntime's), the products of a [.., M, K, 1] by b [.., 1, K, N]
- * (numpy's broadcast of the batch dims) summed over K by ts_reduce_int.
- * NULL (no error) where the operands are no such integers or the products
- * would pass INT_MATMUL_MAX. */
+ * (numpy's broadcast of the batch dims) summed over K by ts_reduce_int
+ * (int_products). NULL (no error) where the operands are no such integers
+ * or int_products declines. */
 static ts_tensor *int_matmul(importer *im, value *va, value *vb, ts_status *st) {
     if (!int_value(va) || !int_value(vb) || (!va->t && !vb->t)) return NULL;
     const ts_shape *sa = shape_of(va), *sb = shape_of(vb);
