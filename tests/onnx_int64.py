@@ -53,6 +53,8 @@ equal onnxruntime's exactly, in its type:
               a negative one as onnxruntime's), MatMul (past 2^26 products
               too), Gemm (against numpy), Einsum, CumProd and PRelu (a
               constant and a fed slope) of int64 tensors
+  widths      Concat of an int64 tensor and a small int64 constant (held
+              in i32), exactly; full reductions to a scalar of shape ()
 Run by tests/test_onnx_int64.sh (the real-model venv: onnx, onnxruntime)."""
 import sys
 import tempfile
@@ -675,6 +677,24 @@ def test_elementwise():
         same(f"Pow of {np.dtype(dt).name} by fed negative exponents", want[0], got[0])
 
 
+def test_widths_and_scalars():
+    """A Concat of an int64 input and a small int64 constant (held in i32:
+    joined in i64, not in f32), and full reductions to a scalar (shape ()
+    as onnxruntime's, not [1])."""
+    x = np.array([2**62 + 1, -(BIG + 3)], np.int64)
+    small = numpy_helper.from_array(np.array([5, -2], np.int64), "small")
+    m = model([helper.make_node("Concat", ["x", "small"], ["after"], axis=0),
+               helper.make_node("Concat", ["small", "x"], ["before"], axis=0),
+               helper.make_node("ReduceMax", ["x"], ["top"], keepdims=0),
+               helper.make_node("ArgMin", ["x"], ["lowest"], keepdims=0)],
+              [vi("x", TensorProto.INT64, [2])],
+              [vi("after", TensorProto.INT64, [4]), vi("before", TensorProto.INT64, [4]),
+               vi("top", TensorProto.INT64, []), vi("lowest", TensorProto.INT64, [])], [small])
+    _, want, got = both(m, {"x": x})
+    for name, w, g in zip(("after", "before", "top", "lowest"), want, got):
+        same(f"widths: {name}", w, g)
+
+
 def save(m):
     path = tempfile.mktemp(suffix=".onnx")
     onnx.save(m, path)
@@ -684,7 +704,7 @@ def save(m):
 if __name__ == "__main__":
     for t in (test_inputs, test_gather_ids, test_constants, test_comparisons, test_where_cast_expand,
               test_where_int_condition, test_onehot, test_bitwise, test_variadic, test_uint64, test_uint64_folds, test_uint32,
-              test_narrow_casts, test_folds, test_movers, test_reductions, test_elementwise):
+              test_narrow_casts, test_folds, test_movers, test_reductions, test_elementwise, test_widths_and_scalars):
         try:
             t()
         except Exception as e:  # one failing model does not hide the others

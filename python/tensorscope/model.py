@@ -228,8 +228,13 @@ class Model:
 
     def _samples_first(self, name, a):
         """An inference output as PopTorch returns it: the anchor's leading
-        axes (micro-batches, replicas) merged into the batch axis."""
-        extra = a.ndim - len(self.graph.tensor(name).shape)
+        axes (micro-batches, replicas) merged into the batch axis; a
+        scalar of one micro-batch is a scalar (ONNX Runtime's and
+        PyTorch's shape ())."""
+        rank = len(self.graph.tensor(name).shape)
+        if rank == 0 and a.size == 1:
+            return a.reshape(())
+        extra = a.ndim - rank
         if extra <= 0:  # a mode without a sample axis (final, sum)
             return a
         return a.reshape((-1,) + a.shape[extra + 1:])

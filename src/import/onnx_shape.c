@@ -325,7 +325,8 @@ ts_status ts_onnx_op_slice(importer *im, node_io *io) {
     return ts_onnx_built(im, x, &io->out[0]);
 }
 
-/* Concat: folded on constants, else ts_concat of the graph tensors. */
+/* Concat: folded on constants, else ts_concat of the graph tensors (an
+ * int64 tensor with a small int64 constant, held in i32: both in i64). */
 ts_status ts_onnx_op_concat(importer *im, node_io *io) {
     bool all_const = true;
     for (int i = 0; i < io->n_in; i++) all_const = all_const && io->in[i] && is_const(io->in[i]) && !io->in[i]->param;
@@ -339,10 +340,12 @@ ts_status ts_onnx_op_concat(importer *im, node_io *io) {
     }
     int axis;
     if ((st = ts_onnx_attr_axis(im, "axis", 0, xs[0]->shape.ndim, false, &axis))) return st;
-    bool mixed = false; /* parts of several dtypes: joined as f32 */
-    for (int i = 1; i < n; i++) mixed = mixed || xs[i]->dtype != xs[0]->dtype;
-    for (int i = 0; mixed && i < n; i++)
-        if (!(xs[i] = ts_onnx_f32_of(im, xs[i], &st))) return st ? st : ts_graph_status(im->g);
+    bool mixed = false, ints = true; /* parts of several dtypes: integers of both widths joined in i64 (exactly), else as f32 */
+    for (int i = 0; i < n; i++) mixed = mixed || xs[i]->dtype != xs[0]->dtype, ints = ints && is_int_tensor(xs[i]);
+    for (int i = 0; mixed && i < n; i++) {
+        if (ints && xs[i]->dtype == TS_I64) continue;
+        if (!(xs[i] = ints ? ts_cast(im->g, xs[i], TS_I64) : ts_onnx_f32_of(im, xs[i], &st))) return st ? st : ts_graph_status(im->g);
+    }
     return ts_onnx_built(im, n == 1 ? xs[0] : ts_concat(im->g, xs, n, axis), &io->out[0]);
 }
 
