@@ -348,8 +348,7 @@ static ts_status backward(ts_run *run, int64_t mb) {
 typedef struct update_job {
     const ts_backend *be;
     void *stream;        /* the model's; TS_STREAM_THIS_THREAD where the host's pool splits the update into jobs (the CPU) */
-    ts_optimizer opt_copy; /* the parameter's optimizer this step (its own rate on the schedule) */
-    const ts_optimizer *opt; /* &opt_copy, set where the job stays put */
+    ts_optimizer opt; /* the parameter's optimizer this step (its own rate on the schedule) */
     ts_opt_consts consts;
     ts_opt_state *state;
     float *param;
@@ -365,7 +364,7 @@ static void update_range(void *ctx, int64_t begin, int64_t end) {
     const update_job *u = ctx;
     for (int64_t c = begin; c < end; c += u->chunk) {
         int64_t e = end - c < u->chunk ? end : c + u->chunk;
-        u->be->opt_update(u->stream, u->opt, &u->consts, u->state, u->param, u->grad, c, e);
+        u->be->opt_update(u->stream, &u->opt, &u->consts, u->state, u->param, u->grad, c, e);
         if (u->clear) u->be->zero(u->stream, u->grad + c, e - c);
     }
 }
@@ -373,12 +372,12 @@ static void update_range(void *ctx, int64_t begin, int64_t end) {
 static void update_summarised(void *ctx, int64_t begin, int64_t end, struct ts_stats_stream *gs, struct ts_stats_partial *gp,
                               struct ts_stats_stream *ps, struct ts_stats_partial *pp, double sq[4]) {
     const update_job *u = ctx;
-    u->be->opt_update_summarised(u->opt, &u->consts, u->state, u->param, u->grad, begin, end, u->clear, gs, gp, ps, pp, sq);
+    u->be->opt_update_summarised(&u->opt, &u->consts, u->state, u->param, u->grad, begin, end, u->clear, gs, gp, ps, pp, sq);
 }
 
 static void update_norms(void *ctx, int64_t begin, int64_t end, double sq[4]) {
     const update_job *u = ctx;
-    u->be->opt_update_norms(u->opt, &u->consts, u->state, u->param, u->grad, begin, end, u->clear, sq);
+    u->be->opt_update_norms(&u->opt, &u->consts, u->state, u->param, u->grad, begin, end, u->clear, sq);
 }
 
 /* Whether optimizer state s's parameter is updated by this program (live,
@@ -430,7 +429,7 @@ static update_job update_begin(ts_run *run, int s, int A) {
     if (t->has_opt) o.lr = (float)ts_lr_at(&run->sched, t->opt.lr, run->steps); /* its own base rate, on the model's schedule */
     ts_opt_consts consts = ts_opt_begin(&o, &run->state[s]); /* the host's step count */
     bool host = run->dev.backend->host_addressable; /* the host's pool splits the update into jobs, each on its own thread */
-    update_job u = {.be = run->dev.backend, .stream = host ? TS_STREAM_THIS_THREAD : run->dev.stream, .opt_copy = o, .consts = consts,
+    update_job u = {.be = run->dev.backend, .stream = host ? TS_STREAM_THIS_THREAD : run->dev.stream, .opt = o, .consts = consts,
                     .state = p->dev_state ? &p->dev_state[s] : &run->state[s], .param = pe->data, .grad = ae->data, .clear = A == 1,
                     .chunk = host ? UPDATE_CHUNK : ae->numel};
     ts_observe_guard(run, pe);
@@ -454,10 +453,10 @@ static ts_status update_param(ts_run *run, int s, int64_t d, int A) {
     ts_prog *p = run->prog;
     int node = run->state[s].node;
     update_job u = update_begin(run, s, A);
-    u.opt = &u.opt_copy;
+    int64_t n = p->entries[ts_prog_entry_of(p, node, TS_KIND_ACCUM)].numel;
     ts_step_update su = {update_range, update_summarised, &u, u.grad, u.param, run->dev.backend->opt_update_norms ? update_norms : NULL};
-    if (run->dev.backend->host_addressable) ts_observe_step(run, node, d, &su, p->entries[ts_prog_entry_of(p, node, TS_KIND_ACCUM)].numel);
-    else update_range(&u, 0, p->entries[ts_prog_entry_of(p, node, TS_KIND_ACCUM)].numel); /* one launch on the model's stream; its observers below */
+    if (run->dev.backend->host_addressable) ts_observe_step(run, node, d, &su, n);
+    else update_range(&u, 0, n); /* one launch on the model's stream; its observers below */
     return update_end(run, s, d);
 }
 
@@ -498,7 +497,6 @@ static void update_batch_slice(void *ctx, int64_t begin, int64_t end) {
 /* Runs the batch's updates, then their observers in order. */
 static ts_status update_batch_run(ts_run *run, update_batch *b, int64_t d) {
     if (!b->n) return TS_OK;
-    for (int k = 0; k < b->n; k++) b->u[k].opt = &b->u[k].opt_copy;
     ts_pool_for(run->pool, b->start[b->n], UPDATE_CHUNK, update_batch_slice, b);
     ts_status st = TS_OK;
     for (int k = 0; k < b->n && !st; k++) st = update_end(run, b->state[k], d);
