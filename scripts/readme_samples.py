@@ -24,10 +24,11 @@ NUM = re.compile(r"(?<![A-Za-z_:.\d])[-+]?\d+(\.\d+)?([eE][-+]?\d+)?")  # number
 
 DURATION = re.compile(r"\b\d[\dmsu.]*s\b")  # 06m09s401ms746.001us
 SIZE = re.compile(r"\b\d+(\.\d+)?[KMGT]?B\b")  # 888.22KB, 1.43MB: a byte rate's unit follows the machine's speed
+HASH = re.compile(r"(?<![\w.])[0-9a-f]{16}(?![\w.])")  # a 64-bit hash of computed bytes: a product's last bits follow the CPU's BLAS kernel
 
 
 def mask(line):
-    return re.sub(r"\s+", " ", NUM.sub("#", SIZE.sub("#", DURATION.sub("#", line.strip()))))
+    return re.sub(r"\s+", " ", NUM.sub("#", SIZE.sub("#", DURATION.sub("#", HASH.sub("#", line.strip())))))
 
 
 def merge(template, actual):
