@@ -474,6 +474,13 @@ TS_API ts_tensor *ts_group_norm(ts_graph *g, ts_tensor *x, ts_tensor *weight, ts
 /* [...,M,K] x [...,K,N] -> [...,M,N], the leading dims broadcast; with
  * transpose_a / transpose_b an operand is stored as [...,K,M] / [...,N,K]. */
 TS_API ts_tensor *ts_matmul_batched(ts_graph *g, ts_tensor *a, ts_tensor *b, int transpose_a, int transpose_b);
+/* The matrix product of i32 or i64 tensors of one dtype, exactly, as
+ * numpy's matmul (and onnxruntime's integer MatMul): [...,M,K] x [...,K,N]
+ * -> [...,M,N], the leading dims broadcast, a 1-D a read as [1,K] and a
+ * 1-D b as [K,1] (that dim dropped from the result); the sums over K
+ * wrap in the dtype (i64 mod 2^64, i32 mod 2^32). Memory: the result's,
+ * never M x K x N products. No gradient. */
+TS_API ts_tensor *ts_matmul_int(ts_graph *g, ts_tensor *a, ts_tensor *b);
 /* out dim i is x's dim perm[i] (perm has x's rank entries); f32 or i32. */
 TS_API ts_tensor *ts_permute(ts_graph *g, ts_tensor *x, const int *perm);
 TS_API ts_tensor *ts_transpose(ts_graph *g, ts_tensor *x, int dim0, int dim1);
@@ -561,6 +568,7 @@ TS_API ts_tensor *ts_cross_entropy_ignore(ts_graph *g, ts_tensor *logits, ts_ten
 #define ts_layer_norm(g, ...) ts_layer_norm(TS_AT_(g), __VA_ARGS__)
 #define ts_group_norm(g, ...) ts_group_norm(TS_AT_(g), __VA_ARGS__)
 #define ts_matmul_batched(g, ...) ts_matmul_batched(TS_AT_(g), __VA_ARGS__)
+#define ts_matmul_int(g, ...) ts_matmul_int(TS_AT_(g), __VA_ARGS__)
 #define ts_permute(g, ...) ts_permute(TS_AT_(g), __VA_ARGS__)
 #define ts_transpose(g, ...) ts_transpose(TS_AT_(g), __VA_ARGS__)
 #define ts_slice(g, ...) ts_slice(TS_AT_(g), __VA_ARGS__)

@@ -55,6 +55,12 @@ equal onnxruntime's exactly, in its type:
               constant and a fed slope) of int64 tensors
   widths      Concat of an int64 tensor and a small int64 constant (held
               in i32), exactly; full reductions to a scalar of shape ()
+  int matmul  MatMul, Gemm, Einsum and ScatterND through the integer
+              matrix product at any size: a row of 2^27 products past
+              2^53 (onnxruntime's), Gemm with a fractional alpha and beta
+              in int64 and int32 and Einsum with a diagonal (ONNX's
+              reference), a computed-index ScatterND of int32 values past
+              2^24 over more than 2^26 update elements (ONNX's reference)
 Run by tests/test_onnx_int64.sh (the real-model venv: onnx, onnxruntime)."""
 import sys
 import tempfile
@@ -677,6 +683,89 @@ def test_elementwise():
         same(f"Pow of {np.dtype(dt).name} by fed negative exponents", want[0], got[0])
 
 
+def test_int_matmul_large():
+    """A MatMul of int64 one row of which forms 2^27 products (f32 before,
+    which onnxruntime's int64 MatMul is not): exactly, wrapping."""
+    node = helper.make_node
+    rng = np.random.default_rng(11)
+    # MatMul: a [128, 1, 1024] x b [1024, 1024]: one row of a forms 128 x 1024 x 1024 = 2^27 products (b broadcast over the batch)
+    a = rng.integers(-(2**62), 2**62, (128, 1, 1024), np.int64)
+    b = rng.integers(-(2**40), 2**40, (1024, 1024), np.int64)
+    a[0, 0, :4] = [MAX64, -(2**63), BIG + 1, -(BIG + 3)]
+    m = inferred([node("MatMul", ["a", "b"], ["mm"])], [vi("a", I64, [128, 1, 1024]), vi("b", I64, [1024, 1024])], ["mm"], [])
+    _, want, got = both(m, {"a": a, "b": b})
+    same("MatMul of int64, a row of 2^27 products past 2^53 (wrapping)", want[0], got[0])
+
+
+def test_int_gemm_einsum():
+    """Gemm of integers with a fractional alpha and beta, and Einsum of
+    integers with a label repeated within an operand, exactly as ONNX's
+    reference computes them (f32 before)."""
+    node = helper.make_node
+    rng = np.random.default_rng(12)
+    # Gemm with a fractional alpha and beta (onnxruntime has no integer Gemm): ONNX's reference, np.dot in the type, then double, astype
+    A = rng.integers(-(2**31), 2**31, (3, 4), np.int64)
+    B = rng.integers(-(2**30), 2**30, (4, 5), np.int64)
+    C = rng.integers(-(2**60), 2**60, (5,), np.int64)
+    A[0, 0], B[0, 0] = 2**31 + 1, 2**30 - 3  # a product of 2^61 + ..., which a float's 24 bits cannot hold
+    m = inferred([node("Gemm", ["a", "b", "c"], ["g1"], alpha=0.5, beta=-1.25),
+                  node("Gemm", ["at", "b", "c"], ["g2"], transA=1, alpha=0.75, beta=0.5),
+                  node("Gemm", ["a", "b"], ["g3"], alpha=0.3)],
+                 [vi("a", I64, [3, 4]), vi("at", I64, [4, 3]), vi("b", I64, [4, 5]), vi("c", I64, [5])], ["g1", "g2", "g3"], [])
+    feeds = {"a": A, "at": A.T.copy(), "b": B, "c": C}
+    got = ts.inference_model(ts.Graph.from_onnx(save(m)), ts.Options())(**feeds)
+    for name, w, o in zip(["Gemm alpha 0.5 beta -1.25", "Gemm transA alpha 0.75 beta 0.5", "Gemm alpha 0.3 without C"], reference(m, feeds), got):
+        same(name + " of int64", w, o, "ONNX's reference")
+    # ... of int32, whose np.dot wraps to int32 before the double
+    A32 = rng.integers(-(2**20), 2**20, (3, 4), np.int32)
+    B32 = rng.integers(-(2**20), 2**20, (4, 5), np.int32)
+    C32 = rng.integers(-(2**28), 2**28, (3, 1), np.int32)
+    m = inferred([node("Gemm", ["a", "b", "c"], ["g"], alpha=0.25, beta=1.5)],
+                 [vi("a", TensorProto.INT32, [3, 4]), vi("b", TensorProto.INT32, [4, 5]), vi("c", TensorProto.INT32, [3, 1])], ["g"], [])
+    feeds = {"a": A32, "b": B32, "c": C32}
+    got = ts.inference_model(ts.Graph.from_onnx(save(m)), ts.Options())(**feeds)
+    same("Gemm alpha 0.25 beta 1.5 of int32 (the product wrapped to int32 first)", reference(m, feeds)[0],
+         got[0] if isinstance(got, (list, tuple)) else got, "ONNX's reference")
+    # Einsum with a label repeated within an operand (a diagonal): numpy's einsum in int64 (ONNX's reference)
+    D = rng.integers(-(2**62), 2**62, (3, 3), np.int64)
+    D[1, 1] = BIG + 1
+    Xe = rng.integers(-(2**40), 2**40, (2, 2, 3), np.int64)
+    Y = rng.integers(-(2**20), 2**20, (3, 4), np.int64)
+    Z = rng.integers(-(2**62), 2**62, (2, 3, 4, 3), np.int64)
+    m = inferred([node("Einsum", ["d"], ["diag"], equation="ii->i"), node("Einsum", ["d"], ["trace"], equation="ii"),
+                  node("Einsum", ["x", "y"], ["diag_mm"], equation="iij,jk->ik"),
+                  node("Einsum", ["z", "y"], ["diag_mid"], equation="bjcj,jc->cb")],
+                 [vi("d", I64, [3, 3]), vi("x", I64, [2, 2, 3]), vi("y", I64, [3, 4]), vi("z", I64, [2, 3, 4, 3])],
+                 ["diag", "trace", "diag_mm", "diag_mid"], [])
+    feeds = {"d": D, "x": Xe, "y": Y, "z": Z}
+    got = ts.inference_model(ts.Graph.from_onnx(save(m)), ts.Options())(**feeds)
+    for name, w, o in zip(["Einsum ii->i", "Einsum ii", "Einsum iij,jk->ik", "Einsum bjcj,jc->cb"], reference(m, feeds), got):
+        same(name + " of int64 (a diagonal, exactly)", w, o, "ONNX's reference")
+
+
+def test_int_scatter_nd_large():
+    """A ScatterND at indices the graph computes, of int32 data and updates
+    whose index rows x slice elements pass 2^26 (f32 before): exactly, as
+    ONNX's reference (onnxruntime 1.32's reduction add over this many
+    elements drops some of a row's adds where two rows hit one position)."""
+    node = helper.make_node
+    # ScatterND at computed indices of int32 values past 2^24: 2 index rows x 2^25 + 8 slice elements (more than 2^26)
+    inner = 2**25 + 8
+    x = np.full((2, inner), 2**24 + 1, np.int32)
+    x[1, ::3] = -(2**31)
+    u = np.full((2, inner), 2**30 + 3, np.int32)
+    u[0, 1::2] = 2**24 + 3
+    for red, rows in (("none", [[1], [0]]), ("add", [[1], [1]])):
+        m = inferred([node("Add", ["i", "zero"], ["ic"]), node("ScatterND", ["x", "ic", "u"], ["y"], reduction=red)],
+                     [vi("x", TensorProto.INT32, [2, inner]), vi("i", I64, [2, 1]), vi("u", TensorProto.INT32, [2, inner])], ["y"], ints(zero=0))
+        feeds = {"x": x, "i": np.array(rows, np.int64), "u": u}
+        got = ts.inference_model(ts.Graph.from_onnx(save(m)), ts.Options())(**feeds)
+        want = reference(m, feeds)[0]
+        same(f"ScatterND reduction={red} at computed indices of int32, 2^26 + 16 update elements", want,
+             got[0] if isinstance(got, (list, tuple)) else got, "ONNX's reference")
+        del want, got
+
+
 def test_widths_and_scalars():
     """A Concat of an int64 input and a small int64 constant (held in i32:
     joined in i64, not in f32), and full reductions to a scalar (shape ()
@@ -704,7 +793,8 @@ def save(m):
 if __name__ == "__main__":
     for t in (test_inputs, test_gather_ids, test_constants, test_comparisons, test_where_cast_expand,
               test_where_int_condition, test_onehot, test_bitwise, test_variadic, test_uint64, test_uint64_folds, test_uint32,
-              test_narrow_casts, test_folds, test_movers, test_reductions, test_elementwise, test_widths_and_scalars):
+              test_narrow_casts, test_folds, test_movers, test_reductions, test_elementwise, test_widths_and_scalars,
+              test_int_matmul_large, test_int_gemm_einsum, test_int_scatter_nd_large):
         try:
             t()
         except Exception as e:  # one failing model does not hide the others

@@ -5,9 +5,16 @@
  * in int64: Sum, Prod, SumSquare and L1 wrapping as int64 does, Max and
  * Min of values that differ by 1 past 2^53, Mean the exact mean toward
  * zero (never overflowing); an i32 Sum wraps to int32. The expected
- * values are computed here in C, element by element. Also run on the
- * staged and CUDA devices (ctest's _staged, _cuda). */
+ * values are computed here in C, element by element. ts_matmul_int
+ * multiplies i64 and i32 tensors exactly (the sums wrapping mod 2^64 and
+ * 2^32, INT64_MIN and INT64_MAX among the values; 1-D operands, broadcast
+ * batch dims, tiles of rows and columns with remainders), and Gemm's
+ * alpha AB + beta C in double (ts_graph_int_gemm) truncates as ONNX's
+ * reference does. Also run on the staged and CUDA devices (ctest's
+ * _staged, _cuda). */
 #include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
@@ -34,6 +41,179 @@ static int64_t pad_src(int mode, int64_t u, int64_t n) {
     if (mode == TS_PAD_EDGE) return u < 0 ? 0 : n - 1;
     int64_t p = 2 * (n - 1), m = ((u % p) + p) % p; /* reflect */
     return m < n ? m : p - m;
+}
+
+/* ---- ts_matmul_int and Gemm's ts_graph_int_gemm, against products
+ * computed here element by element (unsigned: wrapping) */
+
+/* x [batch.., M, K] of `dims` (the last two M, K) element (p, m, k),
+ * numpy's broadcast of p over the output's batch dims ob[nb] */
+static int64_t bat_at(const int64_t *dims, int nd, const int64_t *ob, int nb, int64_t p, int64_t r, int64_t c) {
+    int64_t off = 0, stride = 1;
+    for (int i = nb - 1, j = nd - 3; i >= 0; i--, j--) {
+        int64_t ci = p % ob[i];
+        p /= ob[i];
+        if (j < 0) continue;
+        if (dims[j] != 1) off += ci * stride;
+        stride *= dims[j];
+    }
+    return (off * dims[nd - 2] + r) * dims[nd - 1] + c;
+}
+
+/* Fills n values: the ends of int64 and 0, +-1, then values over all of
+ * int64 (a fixed generator) */
+static void fill64(int64_t *v, int64_t n, uint64_t seed) {
+    static const int64_t ends[] = {INT64_MIN, INT64_MAX, 0, -1, 1, ((int64_t)1 << 62) + 1, -((int64_t)1 << 53) - 1};
+    for (int64_t i = 0; i < n; i++) {
+        seed = seed * 6364136223846793005u + 1442695040888963407u;
+        v[i] = i < 7 ? ends[(i + (int64_t)(seed >> 61)) % 7] : (int64_t)(seed ^ (seed >> 29));
+    }
+}
+
+typedef struct {
+    const char *what;
+    int na, nb;
+    int64_t da[4], db[4];
+    bool i32;
+} mm_case;
+
+static void int_matmul_cases(void) {
+    static const mm_case cases[] = {
+        {"i64 [2,3,4] x [4,5] (b broadcast over the batch)", 3, 2, {2, 3, 4}, {4, 5}, false},
+        {"i64 [2,1,3,4] x [3,4,2] (both broadcast)", 4, 3, {2, 1, 3, 4}, {3, 4, 2}, false},
+        {"i64 [9,70] x [70,300] (tiles of rows and columns with remainders)", 2, 2, {9, 70}, {70, 300}, false},
+        {"i64 [4] x [4,5] (1-D a)", 1, 2, {4}, {4, 5}, false},
+        {"i64 [3,4] x [4] (1-D b)", 2, 1, {3, 4}, {4}, false},
+        {"i64 [6] x [6] (both 1-D: a scalar)", 1, 1, {6}, {6}, false},
+        {"i32 [5,33] x [2,33,7] (wrapping to int32)", 2, 3, {5, 33}, {2, 33, 7}, true},
+    };
+    enum { NC = sizeof cases / sizeof cases[0] };
+    ts_graph *g = ts_graph_new(1);
+    ts_tensor *ta[NC], *tb[NC], *ty[NC + 1];
+    int64_t *va[NC], *vb[NC];
+    for (int c = 0; c < NC; c++) {
+        char na[16], nb[16];
+        snprintf(na, sizeof na, "ma%d", c), snprintf(nb, sizeof nb, "mb%d", c);
+        ts_dtype dt = cases[c].i32 ? TS_I32 : TS_I64;
+        ta[c] = ts_input(g, na, dt, cases[c].na, cases[c].da), tb[c] = ts_input(g, nb, dt, cases[c].nb, cases[c].db);
+        ty[c] = ts_matmul_int(g, ta[c], tb[c]);
+    }
+    /* Gemm: alpha A^T B^T + beta C, A [4,3] stored transposed, B [5,4] too, C [5] broadcast over the rows */
+    const double alpha = 0.3, beta = -1.5;
+    ts_tensor *ga = ts_input(g, "ga", TS_I64, 2, (int64_t[]){4, 3}), *gb = ts_input(g, "gb", TS_I64, 2, (int64_t[]){5, 4}),
+              *gc = ts_input(g, "gc", TS_I64, 1, (int64_t[]){5});
+    ty[NC] = ts_graph_int_gemm(g, ga, gb, gc, 1, 1, alpha, beta);
+    bool built = true;
+    for (int c = 0; c <= NC; c++) built = built && ty[c];
+    CHECK(built, "ts_matmul_int and ts_graph_int_gemm build: %s", built ? "" : ts_last_error());
+    if (!built) {
+        ts_graph_free(g);
+        return;
+    }
+    CHECK(strncmp(ts_tensor_name(ty[2]), "IntMatMul:", 10) == 0, "the product is a node a user can watch by name ('%s')", ts_tensor_name(ty[2]));
+
+    /* refused: an f32 operand, a mix of i32 and i64, inner dims that differ */
+    ts_graph *bad = ts_graph_new(1);
+    ts_tensor *bi = ts_input(bad, "bi", TS_I64, 2, (int64_t[]){2, 3}), *bf = ts_input(bad, "bf", TS_F32, 2, (int64_t[]){3, 2}),
+              *b32 = ts_input(bad, "b32", TS_I32, 2, (int64_t[]){3, 2}), *b4 = ts_input(bad, "b4", TS_I64, 2, (int64_t[]){4, 2});
+    CHECK(!ts_matmul_int(bad, bi, bf) && strstr(ts_last_error(), "i32 or i64 tensors of one dtype"), "ts_matmul_int of an f32 operand is refused (%s)",
+          ts_last_error());
+    ts_graph_free(bad);
+    bad = ts_graph_new(1);
+    bi = ts_input(bad, "bi", TS_I64, 2, (int64_t[]){2, 3}), b32 = ts_input(bad, "b32", TS_I32, 2, (int64_t[]){3, 2});
+    CHECK(!ts_matmul_int(bad, bi, b32) && strstr(ts_last_error(), "ts_cast one"), "ts_matmul_int of i64 by i32 is refused (%s)", ts_last_error());
+    ts_graph_free(bad);
+    bad = ts_graph_new(1);
+    bi = ts_input(bad, "bi", TS_I64, 2, (int64_t[]){2, 3}), b4 = ts_input(bad, "b4", TS_I64, 2, (int64_t[]){4, 2});
+    CHECK(!ts_matmul_int(bad, bi, b4) && strstr(ts_last_error(), "inner dimensions differ"), "ts_matmul_int of [2,3] by [4,2] is refused (%s)",
+          ts_last_error());
+    ts_graph_free(bad);
+    (void)bf;
+
+    ts_model *m = NULL;
+    CHECK_OK(ts_model_inference(&m, g, ty, NC + 1, NULL), "an inference model of integer matrix products");
+    if (!m) {
+        ts_graph_free(g);
+        return;
+    }
+    const char *names[2 * NC + 3];
+    ts_array in[2 * NC + 3];
+    for (int c = 0; c < NC; c++) {
+        const mm_case *k = &cases[c];
+        int64_t n[2] = {1, 1};
+        for (int i = 0; i < k->na; i++) n[0] *= k->da[i];
+        for (int i = 0; i < k->nb; i++) n[1] *= k->db[i];
+        va[c] = malloc((size_t)n[0] * sizeof(int64_t)), vb[c] = malloc((size_t)n[1] * sizeof(int64_t));
+        fill64(va[c], n[0], 11u + (uint64_t)c), fill64(vb[c], n[1], 101u + (uint64_t)c);
+        if (k->i32) { /* the int32 ends among int32 values, held in the first half of the buffer */
+            int32_t *a32 = (int32_t *)(void *)va[c], *b32v = (int32_t *)(void *)vb[c];
+            for (int64_t i = 0; i < n[0]; i++) a32[i] = i == 0 ? INT32_MIN : i == 1 ? INT32_MAX : (int32_t)(uint32_t)(uint64_t)va[c][i];
+            for (int64_t i = 0; i < n[1]; i++) b32v[i] = i == 0 ? INT32_MAX : i == 1 ? INT32_MIN : (int32_t)(uint32_t)(uint64_t)vb[c][i];
+        }
+        names[2 * c] = ts_tensor_name(ta[c]), names[2 * c + 1] = ts_tensor_name(tb[c]);
+        in[2 * c] = (ts_array){.dtype = k->i32 ? TS_I32 : TS_I64, .ndim = k->na, .data = va[c]};
+        in[2 * c + 1] = (ts_array){.dtype = k->i32 ? TS_I32 : TS_I64, .ndim = k->nb, .data = vb[c]};
+        memcpy(in[2 * c].shape, k->da, sizeof k->da), memcpy(in[2 * c + 1].shape, k->db, sizeof k->db);
+    }
+    int64_t A[12], Bm[20], Cv[5];
+    fill64(A, 12, 7u), fill64(Bm, 20, 8u), fill64(Cv, 5, 9u);
+    for (int i = 0; i < 12; i++) A[i] = i % 5 == 0 ? A[i] : A[i] >> 34; /* AB within double's reach for some, past 2^53 for others */
+    for (int i = 0; i < 20; i++) Bm[i] = Bm[i] >> 36;
+    Cv[0] = INT64_MAX, Cv[1] = ((int64_t)1 << 53) + 1;
+    names[2 * NC] = "ga", names[2 * NC + 1] = "gb", names[2 * NC + 2] = "gc";
+    in[2 * NC] = (ts_array){.dtype = TS_I64, .ndim = 2, .shape = {4, 3}, .data = A};
+    in[2 * NC + 1] = (ts_array){.dtype = TS_I64, .ndim = 2, .shape = {5, 4}, .data = Bm};
+    in[2 * NC + 2] = (ts_array){.dtype = TS_I64, .ndim = 1, .shape = {5}, .data = Cv};
+    CHECK_OK(ts_model_run(m, names, in, 2 * NC + 3), "a run of the integer matrix products");
+
+    for (int c = 0; c < NC; c++) {
+        const mm_case *k = &cases[c];
+        /* as numpy: a 1-D a is [1,K], a 1-D b [K,1] */
+        int64_t da[4], db[4];
+        int nda = k->na < 2 ? 2 : k->na, ndb = k->nb < 2 ? 2 : k->nb;
+        if (k->na == 1) da[0] = 1, da[1] = k->da[0];
+        else memcpy(da, k->da, sizeof da);
+        if (k->nb == 1) db[0] = k->db[0], db[1] = 1;
+        else memcpy(db, k->db, sizeof db);
+        int nbat = (nda > ndb ? nda : ndb) - 2;
+        int64_t ob[4], batch = 1, M = da[nda - 2], K = da[nda - 1], N = db[ndb - 1];
+        for (int i = 0; i < nbat; i++) {
+            int ja = i - (nbat - (nda - 2)), jb = i - (nbat - (ndb - 2));
+            int64_t x = ja >= 0 ? da[ja] : 1, y = jb >= 0 ? db[jb] : 1;
+            ob[i] = x > y ? x : y, batch *= ob[i];
+        }
+        const void *v = anchored(m, ty[c], k->i32 ? TS_I32 : TS_I64, batch * M * N);
+        int bad_cells = 0;
+        for (int64_t p = 0; v && p < batch; p++)
+            for (int64_t r = 0; r < M; r++)
+                for (int64_t col = 0; col < N; col++) {
+                    uint64_t acc = 0;
+                    for (int64_t j = 0; j < K; j++) {
+                        int64_t ia = bat_at(da, nda, ob, nbat, p, r, j), ib = bat_at(db, ndb, ob, nbat, p, j, col);
+                        int64_t x = k->i32 ? ((const int32_t *)(const void *)va[c])[ia] : va[c][ia];
+                        int64_t y = k->i32 ? ((const int32_t *)(const void *)vb[c])[ib] : vb[c][ib];
+                        acc += (uint64_t)x * (uint64_t)y;
+                    }
+                    int64_t o = (p * M + r) * N + col;
+                    bad_cells += k->i32 ? ((const int32_t *)v)[o] != (int32_t)(uint32_t)acc : ((const int64_t *)v)[o] != (int64_t)acc;
+                }
+        CHECK(v && bad_cells == 0, "ts_matmul_int %s, exactly, wrapping (%d wrong)", k->what, bad_cells);
+    }
+    const int64_t *vg = anchored(m, ty[NC], TS_I64, 3 * 5);
+    int bad_cells = 0;
+    for (int i = 0; vg && i < 3; i++)
+        for (int j = 0; j < 5; j++) {
+            uint64_t acc = 0;
+            for (int t = 0; t < 4; t++) acc += (uint64_t)A[t * 3 + i] * (uint64_t)Bm[j * 4 + t];
+            double want = (double)(int64_t)acc * alpha + (double)Cv[j] * beta;
+            int64_t w = want >= 9223372036854775808.0 ? INT64_MAX : want < -9223372036854775808.0 ? INT64_MIN : (int64_t)want;
+            bad_cells += vg[i * 5 + j] != w;
+        }
+    CHECK(vg && bad_cells == 0, "Gemm of int64, A and B transposed, alpha 0.3, beta -1.5: AB wrapped, then in double, toward zero (%d wrong)",
+          bad_cells);
+    for (int c = 0; c < NC; c++) free(va[c]), free(vb[c]);
+    ts_model_free(m);
+    ts_graph_free(g);
 }
 
 int main(void) {
@@ -174,5 +354,6 @@ int main(void) {
 
     ts_model_free(m);
     ts_graph_free(g);
+    int_matmul_cases();
     return check_summary("test_int64_ops");
 }

@@ -121,6 +121,7 @@ OPS = {
     "cross_entropy_ignore": ("ts_cross_entropy_ignore",
                              "logits:T labels:T ignore_index:I32=-100"),
     "stop_gradient": ("ts_stop_gradient", "x:T"),
+    "matmul_int": ("ts_matmul_int", "a:T b:T"),
 }
 
 # What each op does, in Python terms (the parameters are listed from OPS).
@@ -269,6 +270,11 @@ OP_DOCS = {
                   "reduce_max of an integer tensor are its Sum, Mean and Max.",
     "cross_entropy_ignore": "cross_entropy over logits [N, ..., V] and labels [N, ...], where "
                             "labels equal to ignore_index count neither in the loss nor in the mean.",
+    "matmul_int": "a @ b of two int32 or two int64 tensors, exactly, as numpy's matmul: [..., M, K] @ "
+                  "[..., K, N] with the leading dimensions broadcast, a 1-D operand as a row (a) or a "
+                  "column (b) whose dimension is dropped; the sums wrap as the type does (int64 mod "
+                  "2**64, int32 mod 2**32, as numpy's and onnxruntime's). Memory: the result's, never "
+                  "the M x K x N products. No gradient.",
 }
 
 # The Python type each kind of parameter takes (type hints and docstrings).

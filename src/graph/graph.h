@@ -137,6 +137,10 @@ typedef enum ts_op {
                          * integer type computed in (ts_int_arith_in); out: a's dtype, bool for the comparisons */
     TS_OP_INT_CUMSUM,   /* in: x i32 or i64; attr[0]: the axis, attr[1]: exclusive, attr[2]: reverse */
     TS_OP_INT_REDUCE,   /* in: x i32 or i64; attr[0]: the axes (bit d: dim d), attr[1]: keepdim, attr[2]: the ts_int_reduce_kind; out: x's dtype */
+    TS_OP_INT_MATMUL,   /* in: a [..,M,K], b [..,K,N] of one integer dtype (the batch dims broadcast), c (optional, any integer dtype,
+                         * broadcast to the output); attr[0], attr[1]: a, b stored transposed; out: a's dtype, the sums over K wrapping
+                         * in it (backend/int_matmul.h). attr[2] = 1: Gemm's alpha AB + beta C in double, toward zero into the dtype
+                         * (alpha's and beta's bits in attr[3], attr[4]); else AB (+ C), wrapping */
     TS_OP_COUNT
 } ts_op;
 
@@ -308,6 +312,13 @@ ts_tensor *ts_graph_indices(ts_graph *g, ts_tensor *x);
 /* A Convert node (TS_OP_CONVERT) of x, f32, i32, i64 or bool, to `to`
  * (f32, i32, i64 or bool), as ts_cast converts; the caller checks. */
 ts_tensor *ts_graph_convert(ts_graph *g, const ts_tensor *x, ts_dtype to);
+
+/* Gemm of integer tensors (TS_OP_INT_MATMUL, attr[2] = 1): alpha a' b' +
+ * beta c (a', b': a, b transposed where ta, tb), a' b' summed in a's
+ * dtype (wrapping), then in double and toward zero into a's dtype
+ * (saturated), as ONNX's reference Gemm (numpy: np.dot, then astype); c
+ * may be NULL, of any integer dtype, broadcast to [M, N]. */
+ts_tensor *ts_graph_int_gemm(ts_graph *g, ts_tensor *a, ts_tensor *b, ts_tensor *c, int ta, int tb, double alpha, double beta);
 
 /* A Cast node of x onto dtype's values (ts_cast's node), named `name`
  * (NULL: `<scope>/Cast:<k>`); dtype is checked by the caller. */

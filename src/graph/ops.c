@@ -97,6 +97,25 @@ static ts_status shape_reduce(const ts_tensor *n, const ts_shape *in, ts_shape *
     return TS_OK;
 }
 
+/* TS_OP_INT_MATMUL: ts_shape_bmm's product of two integer tensors of one
+ * dtype, and Gemm's C (integers) broadcast to it */
+static ts_status shape_int_matmul(const ts_tensor *n, const ts_shape *in, ts_shape *out) {
+    char a[96], b[96];
+    const ts_tensor *x = n->g->t[n->in[0]], *y = n->n_in > 1 ? n->g->t[n->in[1]] : NULL, *c = n->n_in > 2 ? n->g->t[n->in[2]] : NULL;
+    if (n->n_in < 2 || n->n_in > 3) return SHAPE_ERR("IntMatMul takes a, b and an optional c, not %d inputs", n->n_in);
+    if ((x->dtype != TS_I32 && x->dtype != TS_I64) || y->dtype != x->dtype || (c && c->dtype != TS_I32 && c->dtype != TS_I64))
+        return SHAPE_ERR("IntMatMul: '%s' is %s and '%s' is %s; it multiplies i32 or i64 tensors of one dtype (ts_cast one)%s", x->name,
+                         ts_dtype_name(x->dtype), y->name, ts_dtype_name(y->dtype), c && c->dtype != TS_I32 && c->dtype != TS_I64 ? ", and adds an integer c" : "");
+    if (n->dtype != x->dtype) return SHAPE_ERR("IntMatMul: its output is %s; it is its operands' dtype, %s", ts_dtype_name(n->dtype), ts_dtype_name(x->dtype));
+    if (n->attr[2] != 0 && n->attr[2] != 1) return SHAPE_ERR("IntMatMul: attr[2] is %lld; 0 (wrapping) or 1 (Gemm in double)", (long long)n->attr[2]);
+    ts_status st = ts_shape_bmm(n, in, out);
+    if (st || !c) return st;
+    ts_shape s;
+    if (!ts_broadcast_shape(out, &in[2], &s) || s.ndim != out->ndim || memcmp(s.d, out->d, sizeof(int64_t) * (size_t)s.ndim) != 0)
+        return SHAPE_ERR("IntMatMul: c %s does not broadcast to the product %s", sh(&in[2], a), sh(out, b));
+    return TS_OK;
+}
+
 /* ------------------------------------------------------------------ costs */
 
 static double flops_matmul(const ts_shape *in, const ts_shape *out) { return 2.0 * (double)in[0].d[0] * (double)in[0].d[1] * (double)out->d[1]; }
@@ -222,6 +241,7 @@ static const ts_op_def table[] = {
     [TS_OP_INT_ARITH] = {.op = TS_OP_INT_ARITH, .name = "IntArith", .arity = 2, .any_dtype = true, .bwd_unread_inputs = 0x3u, .shape = ts_shape_broadcast_binary, .flops = flops_elementwise, .sample = {.dtype = TS_I64, .attrs = {.attr = {TS_INT_ADD}, .dtype = TS_I64}}},
     [TS_OP_INT_CUMSUM] = {.op = TS_OP_INT_CUMSUM, .name = "CumSum", .arity = 1, .any_dtype = true, .bwd_unread_inputs = 0x1u, .shape = shape_same, .flops = flops_elementwise, .sample = {.dtype = TS_I64, .attrs.dtype = TS_I64}},
     [TS_OP_INT_REDUCE] = {.op = TS_OP_INT_REDUCE, .name = "IntReduce", .arity = 1, .any_dtype = true, .bwd_unread_inputs = 0x1u, .shape = ts_shape_reduce_axes, .flops = flops_input, .sample = {.dtype = TS_I64, .attrs = {.attr = {1, 0, TS_INT_RED_PROD}, .dtype = TS_I64}}},
+    [TS_OP_INT_MATMUL] = {.op = TS_OP_INT_MATMUL, .name = "IntMatMul", .arity = TS_ARITY_VARIADIC, .any_dtype = true, .bwd_unread_inputs = 0x7u, .shape = shape_int_matmul, .flops = ts_flops_bmm, .sample = {.shapes = TS_SAMPLE_MATMUL, .rank = 3, .n_in = 2, .dtype = TS_I64, .attrs.dtype = TS_I64}},
 };
 _Static_assert(sizeof table / sizeof table[0] == TS_OP_COUNT, "the op table must cover every ts_op");
 

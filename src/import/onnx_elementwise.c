@@ -55,9 +55,6 @@ static ts_status int_binary(importer *im, const char *op, value *va, value *vb, 
     return st;
 }
 
-/* Whether v is an integer graph tensor or an integer constant. */
-static bool int_operand(const value *v) { return v->t ? is_int_tensor(v->t) : !v->param && !ts_onnx_dtype_is_float(v->c.dtype) && !ts_lowbits_is(v->c.dtype); }
-
 /* The elementwise binary family on graph tensors (ts_binary), by the op
  * table's name of the ONNX op type; Sum's links are Adds. Max and Min of
  * integers (exact_int): exactly, in int64, folded on constants (out may
@@ -67,7 +64,7 @@ static bool int_operand(const value *v) { return v->t ? is_int_tensor(v->t) : !v
 static ts_status binary_family(importer *im, const char *op, value *a, value *b, value *out, bool exact_int) {
     ts_status st = TS_OK;
     const char *iop = strcmp(op, "Sum") == 0 ? "Add" : op;
-    if (exact_int && int_operand(a) && int_operand(b) && !a->t && !b->t) {
+    if (exact_int && ts_onnx_int_operand(a) && ts_onnx_int_operand(b) && !a->t && !b->t) {
         ts_const r = {0};
         if ((st = ts_const_binary(iop, &a->c, &b->c, &r))) return ts_onnx_fold_result(im, st);
         ts_const_free(&out->c);
@@ -75,7 +72,7 @@ static ts_status binary_family(importer *im, const char *op, value *a, value *b,
         out->made = NULL; /* a graph constant of what it held before */
         return TS_OK;
     }
-    if (exact_int && int_operand(a) && int_operand(b)) {
+    if (exact_int && ts_onnx_int_operand(a) && ts_onnx_int_operand(b)) {
         ts_tensor *ia = ts_onnx_i64_of(im, a, &st), *ib = ia ? ts_onnx_i64_of(im, b, &st) : NULL;
         if (ib) return int_binary(im, iop, a, b, ia, ib, out); /* int32 operands: int32's result */
         if (st) return st;

@@ -293,9 +293,9 @@ static void fill_later(const void *ctx, float *v) {
  * updates reach the positions by hit^T x updates [rows, inner] (the
  * gradient flows back to them), the data stays where no row writes (none)
  * or takes their sum (add). Integer data and updates move exactly, in
- * their dtype: hit as integers, the product an integer one (where its
- * M x rows x inner products stay within ts_onnx_int_matmul_2d's bound; else
- * in f32). An index outside its dim is an error at run, as in a Gather. */
+ * their dtype: hit as integers, the product ts_matmul_int's (in the
+ * output's memory, of any size). An index outside its dim is an error at
+ * run, as in a Gather. */
 static ts_status scatter_nd_computed(importer *im, node_io *io, int red, ts_tensor *x, ts_tensor *u, ts_tensor **out) {
     ts_status st = TS_OK;
     ts_graph *g = im->g;
@@ -344,12 +344,8 @@ static ts_status scatter_nd_computed(importer *im, node_io *io, int red, ts_tens
     int first = 0;
     ts_tensor *written = ts_reshape(g, ts_reduce_max(g, hit, 1, &first, 1), 2, (int64_t[]){M, 1});
     ts_tensor *u2 = ts_reshape(g, u, 2, (int64_t[]){rows, inner}), *moved = NULL; /* moved: [M, inner] */
-    if (integer && hit && u2 && !(moved = ts_onnx_int_matmul_2d(im, ts_cast(g, ts_transpose(g, hit, 0, 1), x->dtype), u2, &st)) && st) return st;
-    if (integer && !moved) { /* too many products: in f32 */
-        x = ts_onnx_f32_of(im, x, &st), u2 = x ? ts_onnx_f32_of(im, u2, &st) : NULL, integer = false;
-        if (!u2) return st;
-    }
-    if (!moved) moved = ts_matmul_batched(g, hit, u2, 1, 0);
+    if (integer) moved = ts_matmul_int(g, ts_cast(g, ts_transpose(g, hit, 0, 1), x->dtype), u2);
+    else moved = ts_matmul_batched(g, hit, u2, 1, 0);
     ts_tensor *y = ts_reshape(g, x, 2, (int64_t[]){M, inner});
     if (integer) y = red ? ts_binary(g, "Add", y, moved) : ts_where(g, ts_cast(g, written, TS_BOOL), moved, y);
     else y = red ? ts_add(g, y, moved) : ts_where(g, written, moved, y);
@@ -385,7 +381,8 @@ ts_status ts_onnx_op_scatter(importer *im, node_io *io) {
     if (!is_const(iv) && nd) {
         ts_tensor *y = NULL;
         if ((st = scatter_nd_computed(im, io, red, x, u, &y))) return st;
-        return ts_onnx_built(im, ts_onnx_as_dtype_of(im, ts_reshape(g, y, x->shape.ndim, x->shape.d), x0), &io->out[0]);
+        y = ts_reshape(g, y, x->shape.ndim, x->shape.d); /* integer data: in its dtype already */
+        return ts_onnx_built(im, integer ? y : ts_onnx_as_dtype_of(im, y, x0), &io->out[0]);
     }
     if (!is_const(iv))
         return ts_onnx_node_error(im, TS_ERR_UNSUPPORTED, "its indices ('%s') must be a constant%s", iv->name, ts_onnx_bind_hint(iv));

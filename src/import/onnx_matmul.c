@@ -1,6 +1,7 @@
 /* onnx_matmul.c -- matrix products: MatMul (a tied weight's folded transpose
  * read as its twin), Gemm, Einsum and Det. */
 #include "import/onnx_ops.h"
+#include "core/lowbits.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -48,114 +49,76 @@ static value *transposed_twin(importer *im, value *v, ts_status *st) {
     return NULL;
 }
 
-/* The most elements of the [.., M, K, N] products one block of an
- * integer MatMul forms (2^26: 512 MiB of int64); a larger product is
- * formed in blocks of rows, each within it. */
-#define INT_MATMUL_MAX ((int64_t)1 << 26)
+/* onnx_ops.h */
+bool ts_onnx_int_operand(const value *v) { return v->t ? is_int_tensor(v->t) : !v->param && !ts_onnx_dtype_is_float(v->c.dtype) && !ts_lowbits_is(v->c.dtype); }
 
-/* The most blocks an integer MatMul is split into; past it, in f32 */
-#define INT_MATMUL_BLOCKS 4096
+/* Whether v's values are int32: an i32 graph tensor (not an int64 one held
+ * in i32) or an int32 constant */
+static bool int32_operand(const value *v) {
+    return v->t ? v->t->dtype == TS_I32 && (!v->c.dtype || v->c.dtype == TS_ONNX_INT32) : v->c.dtype == TS_ONNX_INT32;
+}
 
-/* Whether v is an integer graph tensor or an integer constant (no
- * trained parameter). */
-static bool int_value(const value *v) { return v->t ? is_int_tensor(v->t) : !v->param && !ts_onnx_dtype_is_float(v->c.dtype); }
-
-/* The products of a read as ea [.., M, K, 1] by b read as eb [.., 1, K,
- * N] (numpy's broadcast of the batch dims), integer tensors of one dtype,
- * summed over K by ts_reduce_int, exactly (wrapping): in blocks of a's
- * rows that each form at most INT_MATMUL_MAX products (a row forms
- * row_products), concatenated along the rows. NULL (no error) where one
- * row's products pass it, or the blocks INT_MATMUL_BLOCKS. */
-static ts_tensor *int_products(importer *im, ts_tensor *a, ts_tensor *b, const ts_shape *ea, const ts_shape *eb, double row_products, ts_status *st) {
-    ts_graph *g = im->g;
-    int md = ea->ndim - 3, yr = (ea->ndim > eb->ndim ? ea->ndim : eb->ndim) - 1; /* M's dim in a, the result's rank */
-    int64_t M = ea->d[md], step = row_products < 1 ? (M > 1 ? M : 1) : (int64_t)((double)INT_MATMUL_MAX / row_products); /* no products: one block */
-    if (step < 1) return NULL;
-    int64_t n = M > step ? (M + step - 1) / step : 1;
-    if (n > INT_MATMUL_BLOCKS) return NULL;
-    ts_tensor **parts = ts_malloc((size_t)n * sizeof *parts), *ar = ts_reshape(g, a, ea->ndim, ea->d), *br = ts_reshape(g, b, eb->ndim, eb->d), *y = NULL;
-    if (!parts) {
-        *st = TS_ERR_OUT_OF_MEMORY;
-        return NULL;
+/* The integer operands va and vb (graph tensors or constants, one a graph
+ * tensor) as graph tensors of one dtype: i32 where both hold int32 values
+ * (their products then wrap to int32, as onnxruntime's), else i64. false
+ * where they are no such integers (*st set on an error). */
+static bool int_pair(importer *im, value *va, value *vb, ts_tensor **a, ts_tensor **b, ts_status *st) {
+    *a = *b = NULL;
+    if (!ts_onnx_int_operand(va) || !ts_onnx_int_operand(vb) || (!va->t && !vb->t)) return false;
+    bool i32 = int32_operand(va) && int32_operand(vb);
+    *a = i32 && va->t ? va->t : ts_onnx_i64_of(im, va, st); /* an int32 constant: through int64, then i32 */
+    *b = !*a ? NULL : i32 && vb->t ? vb->t : ts_onnx_i64_of(im, vb, st);
+    if (*b && i32 && !va->t) *a = ts_cast(im->g, *a, TS_I32);
+    if (*b && i32 && !vb->t) *b = ts_cast(im->g, *b, TS_I32);
+    if (!*a || !*b) {
+        if (!*st) *st = ts_graph_status(im->g);
+        return false;
     }
-    for (int64_t k = 0; k < n; k++) {
-        ts_tensor *ak = n == 1 ? ar : ts_slice(g, ar, md, k * step, M - k * step < step ? M - k * step : step);
-        parts[k] = ts_reduce_int(g, "Sum", ts_binary(g, "Mul", ak, br), 1, (const int[]){-2}, 0);
-    }
-    y = n == 1 ? parts[0] : ts_concat(g, parts, (int)n, yr - 2);
-    ts_free(parts);
-    if (!y) *st = ts_graph_status(g);
-    return y;
+    return true;
 }
 
 /* MatMul of integer operands (graph tensors or constants, one a graph
- * tensor), exactly: int64 unless both are int32 (then wrapping to int32, as
- * onnxruntime's), the products of a [.., M, K, 1] by b [.., 1, K, N]
- * (numpy's broadcast of the batch dims) summed over K by ts_reduce_int
- * (int_products). NULL (no error) where the operands are no such integers
- * or int_products declines. */
+ * tensor), exactly: ts_matmul_int (numpy's matmul: 1-D operands, the
+ * batch dims broadcast; the sums over K wrapping in int64, or in int32
+ * for int32 operands, as onnxruntime's), in the output's memory only.
+ * NULL (no error) where the operands are no such integers. */
 static ts_tensor *int_matmul(importer *im, value *va, value *vb, ts_status *st) {
-    if (!int_value(va) || !int_value(vb) || (!va->t && !vb->t)) return NULL;
-    const ts_shape *sa = shape_of(va), *sb = shape_of(vb);
-    int ra = sa->ndim < 2 ? 2 : sa->ndim, rb = sb->ndim < 2 ? 2 : sb->ndim, r = ra > rb ? ra : rb;
-    if (sa->ndim < 1 || sb->ndim < 1 || r + 1 > TS_MAX_DIMS) return NULL;
-    int64_t M = sa->ndim == 1 ? 1 : sa->d[sa->ndim - 2], K = sa->d[sa->ndim - 1], N = sb->ndim == 1 ? 1 : sb->d[sb->ndim - 1];
-    int64_t batch = 1;
-    for (int i = 0; i < r - 2; i++) {
-        int64_t da = i - (r - ra) >= 0 ? sa->d[i - (r - ra)] : 1, db = i - (r - rb) >= 0 ? sb->d[i - (r - rb)] : 1;
-        batch *= da > db ? da : db;
-    }
-    bool i32 = va->t && vb->t && va->t->dtype == TS_I32 && vb->t->dtype == TS_I32;
-    ts_tensor *a = i32 ? va->t : ts_onnx_i64_of(im, va, st), *b = !a ? NULL : i32 ? vb->t : ts_onnx_i64_of(im, vb, st);
-    if (!b) return NULL;
-    ts_graph *g = im->g;
-    ts_shape ea = {.ndim = ra + 1}, eb = {.ndim = rb + 1}; /* a [.., M, K, 1], b [.., 1, K, N] */
-    for (int i = 0; i < ra - 2; i++) ea.d[i] = a->shape.d[i];
-    ea.d[ra - 2] = M, ea.d[ra - 1] = K, ea.d[ra] = 1;
-    for (int i = 0; i < rb - 2; i++) eb.d[i] = b->shape.d[i];
-    eb.d[rb - 2] = 1, eb.d[rb - 1] = K, eb.d[rb] = N;
-    ts_tensor *y = int_products(im, a, b, &ea, &eb, (double)batch * (double)K * (double)N, st);
-    if (y && (sa->ndim == 1 || sb->ndim == 1)) { /* numpy's 1-D operands: their dim of 1 dropped */
-        ts_shape s = {.ndim = 0};
-        for (int i = 0; i < y->shape.ndim; i++)
-            if (!((sa->ndim == 1 && i == y->shape.ndim - 2) || (sb->ndim == 1 && i == y->shape.ndim - 1))) s.d[s.ndim++] = y->shape.d[i];
-        y = ts_reshape(g, y, s.ndim, s.d);
-    }
-    if (!y) *st = ts_graph_status(g);
+    ts_tensor *a, *b;
+    if (!int_pair(im, va, vb, &a, &b, st)) return NULL;
+    ts_tensor *y = ts_matmul_int(im->g, a, b);
+    if (!y) *st = ts_graph_status(im->g);
     return y;
 }
 
-/* a [M, K] x b [K, N], integer tensors of one dtype, exactly
- * (int_products). NULL (no error) where one row's K x N products pass
- * INT_MATMUL_MAX. */
-ts_tensor *ts_onnx_int_matmul_2d(importer *im, ts_tensor *a, ts_tensor *b, ts_status *st) {
-    int64_t M = a->shape.d[0], K = a->shape.d[1], N = b->shape.d[1];
-    return int_products(im, a, b, &(ts_shape){.ndim = 3, .d = {M, K, 1}}, &(ts_shape){.ndim = 3, .d = {1, K, N}}, (double)K * (double)N, st);
-}
-
-/* Gemm of integers (A and B integer graph tensors or constants, C too,
- * alpha and beta whole numbers): alpha A' B' + beta C exactly in int64,
- * wrapping (int32 A and B: the result wrapped to int32). NULL (no error)
- * where it is none such (then in f32). */
+/* Gemm of integers (A and B integer graph tensors or constants, C too):
+ * with whole alpha and beta, alpha A' B' + beta C exactly in int64,
+ * wrapping (int32 A and B: the result wrapped to int32); with a
+ * fractional one, as ONNX's reference: A' B' in the dtype, then alpha A'
+ * B' + beta C in double, toward zero into the dtype (ts_graph_int_gemm).
+ * NULL (no error) where it is none such (then in f32). */
 static ts_tensor *int_gemm(importer *im, node_io *io, bool trans_a, bool trans_b, double alpha, double beta, ts_status *st) {
-    value *va = io->in[0], *vb = io->in[1], *vc = io->n_in > 2 && beta != 0.0 ? io->in[2] : NULL;
-    if (!int_value(va) || !int_value(vb) || (!va->t && !vb->t) || (vc && !int_value(vc))) return NULL;
-    if (alpha != floor(alpha) || beta != floor(beta) || fabs(alpha) > 0x1p62 || fabs(beta) > 0x1p62) return NULL;
-    if (shape_of(va)->ndim != 2 || shape_of(vb)->ndim != 2) return NULL; /* the f32 path says what is wrong */
+    value *va = io->in[0], *vb = io->in[1], *vc = io->n_in > 2 && io->in[2] && beta != 0.0 ? io->in[2] : NULL;
+    if ((vc && !ts_onnx_int_operand(vc)) || shape_of(va)->ndim != 2 || shape_of(vb)->ndim != 2) return NULL; /* the f32 path says what is wrong */
+    ts_tensor *a, *b;
+    if (!int_pair(im, va, vb, &a, &b, st)) return NULL;
     ts_graph *g = im->g;
-    bool i32 = va->t && vb->t && va->t->dtype == TS_I32 && vb->t->dtype == TS_I32;
-    ts_tensor *a = ts_onnx_i64_of(im, va, st), *b = a ? ts_onnx_i64_of(im, vb, st) : NULL;
-    if (b && trans_a) a = ts_transpose(g, a, 0, 1);
-    if (b && trans_b) b = ts_transpose(g, b, 0, 1);
-    ts_tensor *y = a && b ? ts_onnx_int_matmul_2d(im, a, b, st) : NULL;
-    if (y && alpha != 1.0) y = ts_binary(g, "Mul", y, ts_onnx_int_scalar_like(im, y, (int64_t)alpha, st));
-    if (y && vc) {
-        ts_tensor *c = ts_onnx_i64_of(im, vc, st);
-        if (c && beta != 1.0) c = ts_binary(g, "Mul", c, ts_onnx_int_scalar_like(im, c, (int64_t)beta, st));
-        y = c ? ts_binary(g, "Add", y, c) : NULL;
+    ts_tensor *c = vc ? ts_onnx_i64_of(im, vc, st) : NULL, *y = NULL;
+    if (vc && !c) return NULL;
+    bool whole = alpha == floor(alpha) && beta == floor(beta) && fabs(alpha) <= 0x1p62 && fabs(beta) <= 0x1p62;
+    if (!whole) {
+        y = ts_graph_int_gemm(g, a, b, c, trans_a, trans_b, alpha, beta);
+    } else {
+        bool i32 = a->dtype == TS_I32;
+        if (i32) a = ts_cast(g, a, TS_I64), b = ts_cast(g, b, TS_I64);
+        if (trans_a) a = ts_transpose(g, a, 0, 1);
+        if (trans_b) b = ts_transpose(g, b, 0, 1);
+        y = ts_matmul_int(g, a, b);
+        if (y && alpha != 1.0) y = ts_binary(g, "Mul", y, ts_onnx_int_scalar_like(im, y, (int64_t)alpha, st));
+        if (y && c && beta != 1.0) c = ts_binary(g, "Mul", c, ts_onnx_int_scalar_like(im, c, (int64_t)beta, st));
+        if (y && c) y = ts_binary(g, "Add", y, c);
+        if (y && i32) y = ts_cast(g, y, TS_I32);
     }
-    if (y && i32) y = ts_cast(g, y, TS_I32);
-    if (!y && !*st && ts_graph_status(g)) *st = ts_graph_status(g);
+    if (!y && !*st) *st = ts_graph_status(g);
     return y;
 }
 
@@ -258,22 +221,68 @@ static bool einsum_term(const char *t, size_t len, int rank, int ell, int *lab, 
     return true;
 }
 
-/* x with labels lab[n]: repeated labels made one (the diagonal: x times
- * the identity over the two axes, summed over the second), then the
- * labels `keep` does not hold summed out. */
+/* x's diagonal over its dims p < q (both of d), exactly: the two dims
+ * moved last and made one of d x d, a Gather of its positions i (d + 1),
+ * and the diagonal's dim moved back to p: x without dim q, dim p holding
+ * x[.., i, .., i, ..] (integers of any size; no products). */
+static ts_tensor *diagonal_gathered(importer *im, ts_tensor *x, int p, int q, ts_status *st) {
+    ts_graph *g = im->g;
+    int n = x->shape.ndim, perm[TS_MAX_DIMS], back[TS_MAX_DIMS], k = 0;
+    int64_t d = x->shape.d[p];
+    if ((double)d * (double)(d + 1) > (double)INT32_MAX) {
+        *st = ts_onnx_node_error(im, TS_ERR_UNSUPPORTED, "a diagonal of %lld x %lld elements is more than int32 positions", (long long)d, (long long)d);
+        return NULL;
+    }
+    ts_shape s = {.ndim = 0};
+    for (int i = 0; i < n; i++)
+        if (i != p && i != q) perm[k++] = i, s.d[s.ndim++] = x->shape.d[i];
+    perm[k++] = p, perm[k++] = q;
+    s.d[s.ndim++] = d * d;
+    for (int i = 0, j = 0; i < n; i++) /* the diagonal (last after the Gather) back at p, the others in their order */
+        if (i == p) back[i - (i > q)] = n - 2;
+        else if (i != q) back[i - (i > q)] = j++;
+    int32_t *at = ts_malloc((size_t)d * sizeof *at);
+    char *name = ts_graph_op_output_name(g, "Diagonal");
+    ts_tensor *idx = NULL;
+    bool made = at && name;
+    if (made) {
+        for (int64_t i = 0; i < d; i++) at[i] = (int32_t)(i * (d + 1));
+        idx = ts_constant(g, name, &(ts_array){.dtype = TS_I32, .ndim = 1, .shape = {d}, .data = at});
+    }
+    ts_free(at);
+    ts_free(name);
+    if (!made) {
+        *st = TS_ERR_OUT_OF_MEMORY;
+        return NULL;
+    }
+    ts_tensor *y = ts_gather(g, ts_reshape(g, ts_permute(g, x, perm), s.ndim, s.d), idx, n - 2);
+    bool same = true;
+    for (int i = 0; i < n - 1; i++) same = same && back[i] == i;
+    return same || !y ? y : ts_permute(g, y, back);
+}
+
+/* x with labels lab[n]: repeated labels made one (the diagonal: integers
+ * gathered, diagonal_gathered; floats x times the identity over the two
+ * axes, summed over the second), then the labels `keep` does not hold
+ * summed out (integers by ts_reduce_int, exactly). */
 static ts_tensor *einsum_reduce(importer *im, ts_tensor *x, int *lab, int *n, const bool *keep, bool integer, ts_status *st) {
     ts_graph *g = im->g;
     for (int p = 0; p < *n && x; p++)
         for (int q = p + 1; q < *n && x; q++) {
             if (lab[p] != lab[q]) continue;
-            int64_t d = x->shape.d[p];
-            ts_shape ms = {.ndim = *n};
-            for (int k = 0; k < *n; k++) ms.d[k] = k == p || k == q ? d : 1;
-            offsets_ctx oc = {d, d, 0}; /* i - j: 0 on the diagonal */
-            ts_tensor *off = ts_onnx_computed_constant(im, "Diagonal", &(ts_shape){.ndim = 2, .d = {d, d}}, ts_onnx_fill_offsets, &oc, st);
-            if (!off) return NULL;
-            ts_tensor *eye = ts_reshape(g, num(g, ts_binary(g, "Equal", off, ts_onnx_scalar_constant(im, "Zero", 0.0f))), ms.ndim, ms.d);
-            x = ts_reduce_sum(g, ts_mul(g, x, eye), 1, &q, 0);
+            if (integer) {
+                x = diagonal_gathered(im, x, p, q, st);
+                if (!x) return NULL;
+            } else {
+                int64_t d = x->shape.d[p];
+                ts_shape ms = {.ndim = *n};
+                for (int k = 0; k < *n; k++) ms.d[k] = k == p || k == q ? d : 1;
+                offsets_ctx oc = {d, d, 0}; /* i - j: 0 on the diagonal */
+                ts_tensor *off = ts_onnx_computed_constant(im, "Diagonal", &(ts_shape){.ndim = 2, .d = {d, d}}, ts_onnx_fill_offsets, &oc, st);
+                if (!off) return NULL;
+                ts_tensor *eye = ts_reshape(g, num(g, ts_binary(g, "Equal", off, ts_onnx_scalar_constant(im, "Zero", 0.0f))), ms.ndim, ms.d);
+                x = ts_reduce_sum(g, ts_mul(g, x, eye), 1, &q, 0);
+            }
             for (int k = q; k + 1 < *n; k++) lab[k] = lab[k + 1];
             (*n)--;
             q--;
@@ -300,14 +309,14 @@ static ts_tensor *einsum_order(importer *im, ts_tensor *x, const int *lab, const
     return same || n < 2 ? x : ts_permute(im->g, x, perm);
 }
 
-/* Einsum of one or two operands (floats): repeated labels as diagonals,
- * labels in one operand only and not in the output summed out, then two
- * operands as one batched MatMul [batch, left, contracted] x [batch,
- * contracted, right], and the output's order; an ellipsis stands for the
- * same dims in each (numpy's implicit output where there is no "->").
- * Integer operands with no label repeated within one: exactly in int64
- * (the sums ts_reduce_int's, the MatMul int_products; int32 operands
- * wrapped to int32); else in f32. */
+/* Einsum of one or two operands: repeated labels as diagonals, labels in
+ * one operand only and not in the output summed out, then two operands as
+ * one batched MatMul [batch, left, contracted] x [batch, contracted,
+ * right], and the output's order; an ellipsis stands for the same dims in
+ * each (numpy's implicit output where there is no "->"). Integer operands
+ * (one a graph tensor): exactly in int64 (the diagonals gathered, the sums
+ * ts_reduce_int's, the MatMul ts_matmul_int's; int32 operands wrapped to
+ * int32); floats in f32. */
 ts_status ts_onnx_op_einsum(importer *im, node_io *io) {
     ts_status st = TS_OK;
     ts_graph *g = im->g;
@@ -325,7 +334,7 @@ ts_status ts_onnx_op_einsum(importer *im, node_io *io) {
     size_t start = 0;
     bool integer = true, any_tensor = false, i32 = true;
     for (int k = 0; k < io->n_in; k++) {
-        integer = integer && int_value(io->in[k]);
+        integer = integer && ts_onnx_int_operand(io->in[k]);
         any_tensor = any_tensor || io->in[k]->t;
         i32 = i32 && io->in[k]->t && io->in[k]->t->dtype == TS_I32;
     }
@@ -350,9 +359,6 @@ ts_status ts_onnx_op_einsum(importer *im, node_io *io) {
         for (int l = 0; l < EINSUM_ELLIPSIS; l++)
             if (count[l] == 1) out[no++] = l;
     }
-    for (int k = 0; integer && k < io->n_in; k++) /* a diagonal: in f32 */
-        for (int i = 0; integer && i < n[k]; i++)
-            for (int j = i + 1; j < n[k]; j++) integer = integer && lab[k][i] != lab[k][j];
     for (int k = 0; !integer && k < io->n_in; k++)
         if (is_int_tensor(x[k]) && !(x[k] = ts_onnx_f32_of(im, x[k], &st))) return st;
     bool keep[2][EINSUM_LABELS] = {{false}};
@@ -405,13 +411,7 @@ ts_status ts_onnx_op_einsum(importer *im, node_io *io) {
         for (int i = 0; i < nr; i++) wb[k++] = rl[i];
         ts_tensor *pa = ts_reshape(g, einsum_order(im, x[0], lab[0], wa, n[0]), 3, (int64_t[]){B, L, C});
         ts_tensor *pb = ts_reshape(g, einsum_order(im, x[1], lab[1], wb, n[1]), 3, (int64_t[]){B, C, R});
-        y = NULL;
-        if (integer && pa && pb) {
-            y = int_products(im, pa, pb, &(ts_shape){.ndim = 4, .d = {B, L, C, 1}}, &(ts_shape){.ndim = 4, .d = {B, 1, C, R}}, (double)B * (double)C * (double)R, &st);
-            if (!y && st) return st;
-            if (!y) pa = ts_onnx_f32_of(im, pa, &st), pb = pa ? ts_onnx_f32_of(im, pb, &st) : NULL, integer = false; /* too many products */
-        }
-        if (!integer) y = pa && pb ? ts_matmul_batched(g, pa, pb, 0, 0) : NULL;
+        y = !pa || !pb ? NULL : integer ? ts_matmul_int(g, pa, pb) : ts_matmul_batched(g, pa, pb, 0, 0);
         ts_shape ys = {0};
         for (int i = 0; i < nb; i++) ylab[ny++] = bl[i];
         for (int i = 0; i < nl; i++) ylab[ny++] = ll[i];

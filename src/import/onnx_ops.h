@@ -232,7 +232,10 @@ ts_status ts_onnx_op_bitwise(importer *im, node_io *io);
 
 /* onnx_matmul.c */
 ts_tensor *ts_onnx_matmul_2d(importer *im, ts_tensor *a, ts_tensor *b, bool transb, ts_status *st);
-ts_tensor *ts_onnx_int_matmul_2d(importer *im, ts_tensor *a, ts_tensor *b, ts_status *st);
+/* Whether v is an integer graph tensor or an integer constant (no trained
+ * parameter, no low-precision type): the ops that compute integers
+ * exactly take it */
+bool ts_onnx_int_operand(const value *v);
 ts_status ts_onnx_op_matmul(importer *im, node_io *io);
 ts_status ts_onnx_op_gemm(importer *im, node_io *io);
 ts_status ts_onnx_op_einsum(importer *im, node_io *io);

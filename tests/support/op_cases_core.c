@@ -235,8 +235,27 @@ static void cases_integer(ts_op_checker *c) {
     ts_graph_free(g);
 }
 
+/* IntMatMul: batch dims broadcast both ways, operands stored transposed,
+ * i32 sums wrapping, and Gemm's alpha AB + beta C in double with C of
+ * either integer dtype broadcast (values at the ends of int64: saturated) */
+static void cases_int_matmul(ts_op_checker *c) {
+    ts_graph *g = ts_graph_new(9);
+    ts_op_case_opts ints = {.int_hi = 70000}, small = {.i64_bits = 20};
+    check(c, "IntMatMul i64 [2,1,5,7] by [3,7,9] (batch dims broadcast)", ts_matmul_int(g, ids64(g, SHAPE(2, 1, 5, 7)), ids64(g, SHAPE(3, 7, 9))), NULL);
+    check(c, "IntMatMul i64 [3,2,300] by [300,5] (b broadcast)", ts_matmul_int(g, ids64(g, SHAPE(3, 2, 300)), ids64(g, SHAPE(300, 5))), NULL);
+    check(c, "IntMatMul i32 [4,300] by [300,6] (wrapped)", ts_matmul_int(g, labels(g, SHAPE(4, 300)), labels(g, SHAPE(300, 6))), &ints);
+    check(c, "IntMatMul Gemm i64 [7,5]^T by [9,7]^T + [9], alpha 0.3, beta -1.5",
+          ts_graph_int_gemm(g, ids64(g, SHAPE(7, 5)), ids64(g, SHAPE(9, 7)), ids64(g, SHAPE(9)), 1, 1, 0.3, -1.5), &small);
+    check(c, "IntMatMul Gemm i64 [5,7] by [7,9] + [5,1] at the ends (saturated)",
+          ts_graph_int_gemm(g, ids64(g, SHAPE(5, 7)), ids64(g, SHAPE(7, 9)), ids64(g, SHAPE(5, 1)), 0, 0, 0.5, 2.0), NULL);
+    check(c, "IntMatMul Gemm i32 [3,33] by [33,4] + i32 [4], alpha 0.25",
+          ts_graph_int_gemm(g, labels(g, SHAPE(3, 33)), labels(g, SHAPE(33, 4)), labels(g, SHAPE(4)), 0, 0, 0.25, 1.0), &ints);
+    ts_graph_free(g);
+}
+
 void ts_op_cases_core(ts_op_checker *c) {
     cases_integer(c);
+    cases_int_matmul(c);
     cases_matmul(c);
     cases_scale(c);
     cases_unary_math(c);
