@@ -51,6 +51,7 @@ void ts_fwd_cast_index(const ts_kctx *k) {
  * bool tensor's f32 cells hold 1.0 or 0.0 */
 static int64_t int_in(const ts_kctx *k, int j, int64_t i) {
     if (k->in_dtype[j] == TS_BOOL) return k->in[j][i] != 0.0f;
+    if (k->in_dtype[j] == TS_F32) return ((const int32_t *)(const void *)k->in[j])[i]; /* its bits: an integer Pow's float exponent */
     return k->in_dtype[j] == TS_I64 ? ((const int64_t *)(const void *)k->in[j])[i] : k->in_int[j][i];
 }
 static void int_out(const ts_kctx *k, int64_t i, int64_t v) {
@@ -346,7 +347,19 @@ void ts_fwd_int_reduce(const ts_kctx *k) {
     int64_t n = ts_shape_numel(&r), m = n ? ts_shape_numel(&k->in_shape[0]) / n : 0;
     for (int64_t o = 0; o < n; o++) {
         ts_int_fold f = ts_int_reduce_first(kind);
-        for (int64_t j = 0; j < m; j++) f = ts_int_reduce_step(kind, f, int_in(k, 0, ts_int_reduce_at(&k->in_shape[0], &r, o, j)), m);
+        for (int64_t j = 0; j < m; j++) f = ts_int_reduce_step(kind, f, int_in(k, 0, ts_int_reduce_at(&k->in_shape[0], &r, o, j)), m, k->out_dtype == TS_I32);
         int_out(k, o, ts_int_reduce_last(kind, f, k->out_dtype == TS_I32));
     }
+}
+
+/* TS_OP_INT_RESIZE: each output element its levels' sums in double
+ * (graph/int_math.h) */
+void ts_fwd_int_resize(const ts_kctx *k) {
+    ts_int_resize_plan p = ts_int_resize_plan_of(k->node->attr, &k->out_shape);
+    bool x64 = k->in_dtype[0] == TS_I64;
+    const void *x = x64 ? (const void *)k->in[0] : (const void *)k->in_int[0];
+    int type = k->node->iparam ? k->node->iparam : (int)k->out_dtype;
+    int64_t n = numel_out(k);
+    for (int64_t o = 0; o < n; o++)
+        int_out(k, o, ts_int_resize_at(&p, x, x64, k->in_int[1], (const int64_t *)(const void *)k->in[2], &k->in_shape[0], &k->out_shape, o, type));
 }
