@@ -29,6 +29,9 @@ typedef struct resize_axis {
  * cubic_coeff_a is a numpy float32, which takes the Python floats it
  * meets to float32); linear's in double. */
 static void resize_coeffs(const resize_axis *r, double ratio, double *c, int *n) {
+#ifdef __clang__
+#pragma clang fp contract(off) /* each product rounded, as numpy's (gcc's ISO C mode fuses none) */
+#endif
     double s = r->scale < 1.0 ? r->scale : 1.0, sum = 0;
     float A = (float)r->cubic_a, fsum = 0;
     if (r->mode == RESIZE_NEAREST) {
@@ -99,6 +102,9 @@ static double pairwise_sum(const double *a, int n) {
  * the edge padding clamps them into the axis); false where y is
  * extrapolated (tf_crop_and_resize outside the input: r->outside[y]). */
 static bool resize_taps(const resize_axis *r, int64_t y, int64_t *first, double *c, int *n) {
+#ifdef __clang__
+#pragma clang fp contract(off)
+#endif
     int64_t in = r->in, out = r->out;
     double width = r->scale * (double)in;
     double x, yd = (double)y;
