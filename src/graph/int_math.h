@@ -286,12 +286,13 @@ TS_INT_FN int64_t ts_int_reduce_at(const ts_shape *in, const ts_shape *kept, int
 typedef struct ts_int_resize_plan {
     int levels, dim[TS_MAX_DIMS], taps[TS_MAX_DIMS];
     bool pairwise[TS_MAX_DIMS]; /* the level's sums are numpy's pairwise ones (its taps along the reference's last axis) */
-    int64_t offset[TS_MAX_DIMS];
+    int64_t offset[TS_MAX_DIMS], stride[TS_MAX_DIMS]; /* stride: x's, per dim */
 } ts_int_resize_plan;
 
-TS_INT_FN ts_int_resize_plan ts_int_resize_plan_of(const int64_t *attr, const ts_shape *out) {
+TS_INT_FN ts_int_resize_plan ts_int_resize_plan_of(const int64_t *attr, const ts_shape *in, const ts_shape *out) {
     ts_int_resize_plan p;
-    int64_t at = 0;
+    int64_t at = 0, st = 1;
+    for (int d = in->ndim - 1; d >= 0; d--) p.stride[d] = st, st *= in->d[d];
     p.levels = 0;
     for (int L = 0; L < TS_MAX_DIMS && (attr[2 * L + 1] & 0xffff) != 0; L++) {
         p.dim[L] = (int)(attr[2 * L] & 255), p.pairwise[L] = (attr[2 * L] >> 8) & 1, p.taps[L] = (int)(attr[2 * L + 1] & 0xffff), p.offset[L] = at;
@@ -330,33 +331,37 @@ TS_INT_FN void ts_int_resize_add(double *acc, double *lane, bool pairwise, int i
 }
 
 /* output element o (x: i64 cells where x64, else i32) */
-TS_INT_FN int64_t ts_int_resize_at(const ts_int_resize_plan *p, const void *x, int x64, const int32_t *taps, const int64_t *w, const ts_shape *in,
-                                   const ts_shape *out, int64_t o, int type) {
-    int64_t pos[TS_MAX_DIMS], base[TS_MAX_DIMS];
+TS_INT_FN int64_t ts_int_resize_at(const ts_int_resize_plan *p, const void *x, int x64, const int32_t *taps, const int64_t *w, const ts_shape *out,
+                                   int64_t o, int type) {
+    int64_t base[TS_MAX_DIMS], at = 0;
     int t[TS_MAX_DIMS], lo = 0;
     double acc[TS_MAX_DIMS], lane[TS_MAX_DIMS][8], leaf = 0.0;
-    for (int d = out->ndim - 1; d >= 0; d--) pos[d] = o % out->d[d], o /= out->d[d];
-    for (int L = 0; L < p->levels; L++) {
-        base[L] = p->offset[L] + pos[p->dim[L]] * p->taps[L], t[L] = 0;
-        if (taps[base[L]] < 0) lo = L + 1, leaf = ts_int_bits_double(w[base[L]]); /* extrapolated: the levels below are not read */
+    for (int d = out->ndim - 1; d >= 0; d--) {
+        int64_t c = o % out->d[d];
+        o /= out->d[d];
+        bool resized = false;
+        for (int L = 0; L < p->levels; L++) {
+            if (p->dim[L] != d) continue;
+            resized = true, base[L] = p->offset[L] + c * p->taps[L], t[L] = 0;
+        }
+        if (!resized) at += c * p->stride[d]; /* the dims no level resizes: the output's position, the input's */
     }
-    for (int L = lo; L < p->levels; L++) pos[p->dim[L]] = taps[base[L]];
+    for (int L = 0; L < p->levels; L++)
+        if (taps[base[L]] < 0) lo = L + 1, leaf = ts_int_bits_double(w[base[L]]); /* extrapolated: the levels below are not read */
+    for (int L = lo; L < p->levels; L++) at += taps[base[L]] * p->stride[p->dim[L]];
     for (;;) {
         double v = leaf;
-        if (lo == 0) {
-            int64_t at = 0;
-            for (int d = 0; d < in->ndim; d++) at = at * in->d[d] + pos[d];
-            v = x64 ? (double)((const int64_t *)x)[at] : (double)((const int32_t *)x)[at];
-        }
+        if (lo == 0) v = x64 ? (double)((const int64_t *)x)[at] : (double)((const int32_t *)x)[at];
         int L = lo;
         for (; L < p->levels; L++) { /* v into level L's sum; a level done passes its sum up */
             double term = TS_DMUL(v, ts_int_bits_double(w[base[L] + t[L]]));
             ts_int_resize_add(&acc[L], lane[L], p->pairwise[L], t[L], p->taps[L], term);
+            int64_t from = taps[base[L] + t[L]];
             if (++t[L] < p->taps[L]) {
-                pos[p->dim[L]] = taps[base[L] + t[L]];
+                at += (taps[base[L] + t[L]] - from) * p->stride[p->dim[L]];
                 break;
             }
-            t[L] = 0, pos[p->dim[L]] = taps[base[L]], v = acc[L];
+            t[L] = 0, at += (taps[base[L]] - from) * p->stride[p->dim[L]], v = acc[L];
         }
         if (L == p->levels) return ts_int_resize_last(v, type);
     }

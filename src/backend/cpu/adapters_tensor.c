@@ -7,6 +7,7 @@
 #include "backend/cpu/kernels_tensor.h"
 #include "backend/ew_math.h"
 #include "backend/pad_index.h"
+#include "backend/pool.h"
 #include "graph/ops_tensor.h"
 
 static int64_t numel_out(const ts_kctx *k) { return ts_shape_numel(&k->out_shape); }
@@ -353,13 +354,25 @@ void ts_fwd_int_reduce(const ts_kctx *k) {
 }
 
 /* TS_OP_INT_RESIZE: each output element its levels' sums in double
- * (graph/int_math.h) */
+ * (graph/int_math.h), slices of the outputs over the pool */
+typedef struct int_resize_job {
+    const ts_kctx *k;
+    ts_int_resize_plan p;
+    const void *x;
+    bool x64;
+    int type;
+} int_resize_job;
+
+static void int_resize_slice(void *ctx, int64_t begin, int64_t end) {
+    const int_resize_job *j = ctx;
+    const ts_kctx *k = j->k;
+    for (int64_t o = begin; o < end; o++)
+        int_out(k, o, ts_int_resize_at(&j->p, j->x, j->x64, k->in_int[1], (const int64_t *)(const void *)k->in[2], &k->out_shape, o, j->type));
+}
+
 void ts_fwd_int_resize(const ts_kctx *k) {
-    ts_int_resize_plan p = ts_int_resize_plan_of(k->node->attr, &k->out_shape);
     bool x64 = k->in_dtype[0] == TS_I64;
-    const void *x = x64 ? (const void *)k->in[0] : (const void *)k->in_int[0];
-    int type = k->node->iparam ? k->node->iparam : (int)k->out_dtype;
-    int64_t n = numel_out(k);
-    for (int64_t o = 0; o < n; o++)
-        int_out(k, o, ts_int_resize_at(&p, x, x64, k->in_int[1], (const int64_t *)(const void *)k->in[2], &k->in_shape[0], &k->out_shape, o, type));
+    int_resize_job j = {k, ts_int_resize_plan_of(k->node->attr, &k->in_shape[0], &k->out_shape), x64 ? (const void *)k->in[0] : (const void *)k->in_int[0],
+                        x64, k->node->iparam ? k->node->iparam : (int)k->out_dtype};
+    ts_pool_for(k->pool, numel_out(k), 4096, int_resize_slice, &j);
 }

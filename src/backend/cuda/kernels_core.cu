@@ -696,20 +696,19 @@ void ts_cu_fwd_int_reduce(const ts_kctx *k) {
 }
 
 /* one thread an output element: its levels' sums in double, as the CPU's (graph/int_math.h) */
-__global__ void int_resize_kernel(void *y, int to, const void *x, int x64, const int32_t *taps, const int64_t *w, ts_int_resize_plan p, ts_shape in,
+__global__ void int_resize_kernel(void *y, int to, const void *x, int x64, const int32_t *taps, const int64_t *w, ts_int_resize_plan p,
                                   ts_shape out, int type, int64_t n) {
-    TS_CU_FOR(o, n) int_put(y, to, o, ts_int_resize_at(&p, x, x64, taps, w, &in, &out, o, type));
+    TS_CU_FOR(o, n) int_put(y, to, o, ts_int_resize_at(&p, x, x64, taps, w, &out, o, type));
 }
 
 void ts_cu_fwd_int_resize(const ts_kctx *k) {
     int64_t n = numel_out(k);
     if (n <= 0) return;
     int_cells x = int_input(k, 0);
-    ts_int_resize_plan p = ts_int_resize_plan_of(k->node->attr, &k->out_shape);
+    ts_int_resize_plan p = ts_int_resize_plan_of(k->node->attr, &k->in_shape[0], &k->out_shape);
     int type = k->node->iparam ? k->node->iparam : (int)k->out_dtype;
     int_resize_kernel<<<ts_cu_blocks(n), TS_CU_THREADS, 0, ts_cu_stream(k)>>>(k->out, cells_kind(k->out_dtype), x.p, x.kind == 1, k->in_int[1],
-                                                                             (const int64_t *)(const void *)k->in[2], p, k->in_shape[0], k->out_shape,
-                                                                             type, n);
+                                                                             (const int64_t *)(const void *)k->in[2], p, k->out_shape, type, n);
     ts_cu_check(cudaGetLastError(), op_name(k));
 }
 
