@@ -380,7 +380,10 @@ TS_API ts_tensor *ts_unary(ts_graph *g, const char *op, ts_tensor *x, float alph
  * wraps as numpy's integer power, by a negative one is onnxruntime's:
  * +-1 for a base of +-1, INT64_MIN (int32: INT32_MIN) for 0, else 0), Equal,
  * Less, LessOrEqual, Greater, GreaterOrEqual (bool out). A division or
- * modulo by 0 gives 0 (numpy's). No gradient. */
+ * modulo by 0 gives 0 (numpy's). Pow of an integer tensor by an f32 one:
+ * pow() in double, toward zero into the base's dtype (INT64_MIN, int32's
+ * INT32_MIN, where it is NaN, infinite or out of the type), as
+ * onnxruntime's. No gradient. */
 TS_API ts_tensor *ts_binary(ts_graph *g, const char *op, ts_tensor *a, ts_tensor *b);
 /* ts_binary's integer ops on two i32 or two i64 tensors whose values are
  * of the integer type `type` (TS_I8, TS_I16, TS_I32, TS_I64, TS_U8,
@@ -513,12 +516,18 @@ TS_API ts_tensor *ts_masked_fill(ts_graph *g, ts_tensor *x, ts_tensor *mask, flo
 TS_API ts_tensor *ts_reduce_sum(ts_graph *g, ts_tensor *x, int n_axes, const int *axes, int keepdim);
 TS_API ts_tensor *ts_reduce_mean(ts_graph *g, ts_tensor *x, int n_axes, const int *axes, int keepdim);
 TS_API ts_tensor *ts_reduce_max(ts_graph *g, ts_tensor *x, int n_axes, const int *axes, int keepdim);
-/* A reduction of an i32 or i64 tensor over the n_axes given axes, exactly,
- * in its dtype: op "Sum", "Mean", "Max", "Min", "Prod", "SumSquare" (the
- * sum of squares) or "L1" (of absolute values), computed in int64 and
+/* A reduction of an i32 or i64 tensor over the n_axes given axes, in its
+ * dtype: op "Sum", "Mean", "Max", "Min", "Prod", "SumSquare" (the sum of
+ * squares) or "L1" (of absolute values) exactly, computed in int64 and
  * wrapped as the integer type wraps (numpy's, and ONNX's reference
  * reductions); Mean is the exact mean truncated toward zero (it never
- * overflows). No gradient. */
+ * overflows). "L2", "LogSum" and "LogSumExp" are onnxruntime's, in
+ * double: the sum of the squares (L2) or of the values (LogSum) as
+ * doubles, compensated (Kahan's) for i64, then its sqrt or log;
+ * LogSumExp is the maximum plus the log of how many elements equal it
+ * (exp of an integer difference truncated); each toward zero, saturated
+ * to the dtype's ends, a LogSum of a sum <= 0 the smallest value. No
+ * gradient. */
 TS_API ts_tensor *ts_reduce_int(ts_graph *g, const char *op, ts_tensor *x, int n_axes, const int *axes, int keepdim);
 /* ts_cross_entropy over logits [N,...,V] and labels [N,...]; labels equal
  * to ignore_index count neither in the loss nor in the mean. */

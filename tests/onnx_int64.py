@@ -45,14 +45,21 @@ equal onnxruntime's exactly, in its type:
               tensors past 2^53 against ONNX's reference (numpy's int64
               arithmetic, wrapping) and an exact mean (onnxruntime 1.32
               adds int64 in double: it agrees where that is exact, which
-              the test checks too); L2, LogSum and LogSumExp truncated
-              as onnxruntime's where f32 holds their whole part; ArgMax,
+              the test checks too); L2, LogSum and LogSumExp of int64
+              and int32 past 2^24 and 2^53 as onnxruntime's (in double,
+              truncated and saturated into the type); ArgMax,
               ArgMin and TopK of values that differ by 1 past 2^53
   elementwise Abs, Neg, Sign, Relu, Clip with int64 bounds, Pow by
               constant exponents and by fed ones (numpy's wrapping power;
               a negative one as onnxruntime's), MatMul (past 2^26 products
               too), Gemm (against numpy), Einsum, CumProd and PRelu (a
               constant and a fed slope) of int64 tensors
+  float_exponents  Pow of int64 and int32 tensors by float exponents
+              (fed, float and double constants) past 2^24 and 2^53, as
+              onnxruntime's std::pow in double cast to the type
+  resize      Resize linear and cubic (align_corners, antialias over the
+              axes attribute, tf_crop_and_resize) of int64 and int32
+              values past 2^53 and 2^24, against ONNX's reference
   widths      Concat of an int64 tensor and a small int64 constant (held
               in i32), exactly; full reductions to a scalar of shape ()
   int matmul  MatMul, Gemm, Einsum and ScatterND through the integer
@@ -572,13 +579,22 @@ def test_reductions():
     _, want, got = both(m, {"x": small})
     for name, w, o in zip(names, want, got):
         same(name + " of int64 below 2^53, as onnxruntime", w, o)
-    # L2, LogSum and LogSumExp (onnxruntime: in double, truncated toward zero), where f32 holds the result's whole part
-    cases = [("ReduceL2", [[40, 2, 5, 7], [-3000, 4, 0, 1]]), ("ReduceLogSum", [[2**60 + 1, 3, BIG + 1, 1], [BIG + 7, 2**62 + 1, 5, 9]]),
-             ("ReduceLogSumExp", [[3, 1, 40, 2], [-5, 7, 0, 1]])]
+    # L2, LogSum and LogSumExp as onnxruntime computes them (in double: int64 sums compensated, LogSumExp the maximum plus
+    # the log of its count), truncated and saturated into the type: past 2^24 and 2^53, where f32 would round them
+    cases = [("ReduceL2", [[2**40 + 1, 2**20, 0, 0], [2**30 + 1, 0, 0, 0], [MAX64, MAX64, 1, 0], [40, 2, 5, 7], [-3000, 4, 0, 1]]),
+             ("ReduceLogSum", [[24154950, 3, 0, 0], [-5, 2, 0, 1], [0, 0, 0, 0], [2**60 + 1, 3, BIG + 1, 1], [BIG + 7, 2**62 + 1, 5, 9]]),
+             ("ReduceLogSumExp", [[2**30 + 1, 5, 0, 0], [2**60 + 2**30 + 1, 7, 0, 0], [1, 1, 0, 0], [MAX64, 0, MAX64, 1], [-5, 7, 0, 1]])]
     for op, v in cases:
-        m = inferred([node(op, ["x", "ax1"], ["y"], keepdims=0)], [vi("x", I64, [2, 4])], ["y"], ints(ax1=[1]))
+        m = inferred([node(op, ["x", "ax1"], ["y"], keepdims=0), node(op, ["x", "ax0"], ["y0"], keepdims=1)], [vi("x", I64, [5, 4])],
+                     ["y", "y0"], ints(ax1=[1], ax0=[0]))
         _, want, got = both(m, {"x": np.array(v, np.int64)})
-        same(op + " of int64, truncated", want[0], got[0])
+        for name, w, o in zip([" over axis 1", " over axis 0"], want, got):
+            same(op + " of int64 past 2^24 and 2^53" + name, w, o)
+        m = inferred([node(op, ["x", "ax1"], ["y"], keepdims=0)], [vi("x", TensorProto.INT32, [2, 4])], ["y"], ints(ax1=[1]))
+        v32 = np.array({"ReduceL2": [[2**30 + 1, 5, 0, 0], [2**31 - 1, 2**31 - 1, 0, 0]], "ReduceLogSum": [[24154950, 3, 0, 0], [-5, 2, 0, 0]],
+                        "ReduceLogSumExp": [[2**30 + 1, 5, 0, 0], [1, 1, 0, 0]]}[op], np.int32)
+        _, want, got = both(m, {"x": v32})
+        same(op + " of int32 past 2^24", want[0], got[0])
     # ArgMax, ArgMin, TopK: values past 2^53 that differ by 1
     a = np.array([[BIG + 1, BIG + 2, BIG + 3, BIG + 2], [-(BIG + 2), -(BIG + 1), -(BIG + 2), MAX64], [2**62 + 1, 2**62, 2**62 + 1, -(2**63)]], np.int64)
     m = inferred([node("ArgMax", ["x"], ["amax"], axis=1), node("ArgMin", ["x"], ["amin"], axis=1, keepdims=0),
@@ -766,6 +782,59 @@ def test_int_scatter_nd_large():
         del want, got
 
 
+def test_float_exponents():
+    """Pow of an integer base by a float exponent, onnxruntime's: std::pow
+    in double cast to the base's type (INT64_MIN where it is NaN or out of
+    range), by a fed float tensor and by constants (float and double, a
+    fraction, a whole 4.0; a scalar 2.0 squares in int64, wrapping)."""
+    node = helper.make_node
+    x = np.array([[2**25 + 1, BIG + 1, 3, -8, 2**62], [2, 0, 7, 2**31 + 1, 10]], np.int64)
+    e = np.array([1.0, 1.0, 0.5, 1 / 3, 1.0], np.float32)
+    inits = [numpy_helper.from_array(np.array([1.0, 1.0, 2.5, 1 / 3, 0.5], np.float64), "cd"),
+             numpy_helper.from_array(np.array(0.5, np.float32), "half"), numpy_helper.from_array(np.array(4.0, np.float32), "four"),
+             numpy_helper.from_array(np.array(2.0, np.float32), "two")]
+    names = ["fed", "double_consts", "by_half", "by_four", "by_two"]
+    m = inferred([node("Pow", ["x", "e"], ["fed"]), node("Pow", ["x", "cd"], ["double_consts"]), node("Pow", ["x", "half"], ["by_half"]),
+                  node("Pow", ["x", "four"], ["by_four"]), node("Pow", ["x", "two"], ["by_two"])],
+                 [vi("x", I64, [2, 5]), vi("e", TensorProto.FLOAT, [5])], names, inits)
+    _, want, got = both(m, {"x": x, "e": e})
+    for name, w, o in zip(names, want, got):
+        same(f"Pow of int64 by a float exponent ({name})", w, o)
+    x32 = np.array([[2**25 + 1, 2**30 + 3, 3, -8, 2**31 - 1], [2, 0, 7, 46341, 10]], np.int32)
+    m = inferred([node("Pow", ["x", "e"], ["fed"]), node("Pow", ["x", "cd"], ["double_consts"])],
+                 [vi("x", TensorProto.INT32, [2, 5]), vi("e", TensorProto.FLOAT, [5])], ["fed", "double_consts"], inits[:1])
+    _, want, got = both(m, {"x": x32, "e": np.array([1.0, 1.0, 0.5, 1 / 3, 1.5], np.float32)})
+    for name, w, o in zip(["fed", "double_consts"], want, got):
+        same(f"Pow of int32 by a float exponent ({name})", w, o)
+
+
+def test_resize():
+    """Resize linear and cubic of integers (onnxruntime has no int64 one):
+    ONNX's reference, which interpolates in double (its cubic coefficients
+    float32), sums the taps as numpy does and rounds half to even into the
+    type, clipped: both axes, align_corners, an antialiased downscale over
+    the axes attribute, tf_crop_and_resize's extrapolation."""
+    node = helper.make_node
+    x = np.array([[BIG + 1, -(BIG + 3), 2**62 + 5, 7, 2**40 + 1], [2**24 + 1, -7, MAX64, 3, -(2**63)], [5, BIG + 11, -(2**40), 1, 2**61 + 3],
+                  [9, 2**53 + 5, 2**30 + 7, -(2**62), 11]], np.int64)
+    x32 = np.array([[2**24 + 1, -(2**24) - 3, 2**31 - 1, 5, 3], [-7, 2**30 + 1, -(2**31), 2**25 + 1, 9], [1, 2**24 + 3, 3, 4, -5],
+                    [2**31 - 2, 0, -(2**30), 7, 2**26 + 1]], np.int32)
+    scales = numpy_helper.from_array(np.array([2.0, 1.5], np.float32), "scales")
+    down = numpy_helper.from_array(np.array([0.6, 0.5], np.float32), "down")
+    roi = numpy_helper.from_array(np.array([0.1, -0.2, 0.9, 1.2], np.float32), "roi")
+    cases = [("linear", dict(mode="linear"), ["x", "", "scales"]), ("cubic", dict(mode="cubic"), ["x", "", "scales"]),
+             ("linear align_corners", dict(mode="linear", coordinate_transformation_mode="align_corners"), ["x", "", "scales"]),
+             ("cubic antialias, axes [1, 0]", dict(mode="cubic", antialias=1, axes=[1, 0], exclude_outside=1), ["x", "", "down"]),
+             ("linear tf_crop_and_resize", dict(mode="linear", coordinate_transformation_mode="tf_crop_and_resize", extrapolation_value=7.0),
+              ["x", "roi", "scales"])]
+    for t, v in ((I64, x), (TensorProto.INT32, x32)):
+        for name, attrs, ins in cases:
+            m = inferred([node("Resize", ins, ["y"], **attrs)], [vi("x", t, [4, 5])], ["y"], [scales, down, roi])
+            got = ts.inference_model(ts.Graph.from_onnx(save(m)), ts.Options())(x=v)
+            got = got[0] if isinstance(got, (list, tuple)) else got
+            same(f"Resize {name} of {np.dtype(v.dtype).name} past 2^{53 if t == I64 else 24}", reference(m, {"x": v})[0], got, "ONNX's reference")
+
+
 def test_widths_and_scalars():
     """A Concat of an int64 input and a small int64 constant (held in i32:
     joined in i64, not in f32), and full reductions to a scalar (shape ()
@@ -793,8 +862,8 @@ def save(m):
 if __name__ == "__main__":
     for t in (test_inputs, test_gather_ids, test_constants, test_comparisons, test_where_cast_expand,
               test_where_int_condition, test_onehot, test_bitwise, test_variadic, test_uint64, test_uint64_folds, test_uint32,
-              test_narrow_casts, test_folds, test_movers, test_reductions, test_elementwise, test_widths_and_scalars,
-              test_int_matmul_large, test_int_gemm_einsum, test_int_scatter_nd_large):
+              test_narrow_casts, test_folds, test_movers, test_reductions, test_elementwise, test_float_exponents, test_resize,
+              test_widths_and_scalars, test_int_matmul_large, test_int_gemm_einsum, test_int_scatter_nd_large):
         try:
             t()
         except Exception as e:  # one failing model does not hide the others

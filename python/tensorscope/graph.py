@@ -235,7 +235,9 @@ OP_DOCS = {
               "type, wrapping as it does: Add, Sub, Mul, Div (toward zero, ONNX's), FloorDiv (torch's "
               "//), Mod, FMod, Min, Max, Pow (by a negative exponent onnxruntime's: +-1 for a base "
               "of +-1, INT64_MIN (int32: INT32_MIN) for 0, else 0), and the comparisons (bool out); a division by 0 "
-              "gives 0 (numpy's). No gradient.",
+              "gives 0 (numpy's). Pow of an integer tensor by a float32 one: in double (C's pow, "
+              "onnxruntime's), toward zero into the base's dtype, INT64_MIN (int32: INT32_MIN) where "
+              "NaN or out of range. No gradient.",
     "binary_typed": "binary's integer ops on two int32 or two int64 tensors whose values are of the "
                     "integer type `dtype` (int8 to int64, uint8 to uint64; uint32 and uint64 values are "
                     "held in int64, a uint64 as its bits): Div, FloorDiv, Mod, FMod, Min, Max and the "
@@ -264,9 +266,11 @@ OP_DOCS = {
     "reduce_mean": "The mean over `axes` (keepdim=1 keeps them as size 1).",
     "reduce_max": "The maximum over `axes` (keepdim=1 keeps them as size 1); its gradient goes "
                   "to every element equal to the maximum.",
-    "reduce_int": "The reduction `op` (Sum, Mean, Max, Min, Prod, SumSquare, L1) of an int32 or "
-                  "int64 tensor over `axes`, exactly in its dtype (wrapping as numpy's int64 does; "
-                  "Mean the exact mean toward zero); no gradient. reduce_sum, reduce_mean and "
+    "reduce_int": "The reduction `op` (Sum, Mean, Max, Min, Prod, SumSquare, L1, L2, LogSum, "
+                  "LogSumExp) of an int32 or int64 tensor over `axes`, in its dtype: exactly (wrapping as "
+                  "numpy's int64 does; Mean the exact mean toward zero), L2, LogSum and LogSumExp in "
+                  "double as onnxruntime's (truncated toward zero, saturated; LogSumExp the maximum plus "
+                  "the log of how many equal it); no gradient. reduce_sum, reduce_mean and "
                   "reduce_max of an integer tensor are its Sum, Mean and Max.",
     "cross_entropy_ignore": "cross_entropy over logits [N, ..., V] and labels [N, ...], where "
                             "labels equal to ignore_index count neither in the loss nor in the mean.",

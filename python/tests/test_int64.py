@@ -4,6 +4,8 @@ ops (casts, to the narrow integer types too, arithmetic with ONNX's and
 torch's divisions, comparisons, running sums, the bitwise ops, the
 reductions) and the ops that move values (pad and gather_elements too),
 each against numpy."""
+import math
+
 import numpy as np
 import pytest
 
@@ -120,6 +122,41 @@ def test_integer_reductions_against_numpy(op):
     got, = run(lambda g, x: g.reduce_int(op, x, [1]), BIG)
     assert got.dtype == np.int64
     np.testing.assert_array_equal(got, exact(BIG))
+
+
+def test_integer_reductions_in_double():
+    """L2, LogSum and LogSumExp of int64 in double, as onnxruntime 1.32's:
+    sums of v^2 and v Kahan-compensated, LogSumExp the maximum plus the log
+    of its count, each toward zero and saturated."""
+    x = np.array([[2**40 + 1, 2**20, 0, 0], [2**62, 2**62, 2**62, 1], [-5, 2, 0, 1], [7, 7, 3, 7]], np.int64)
+
+    def kahan(vals):
+        s = c = 0.0
+        for y0 in vals:
+            y = y0 - c
+            t = s + y
+            c, s = (t - s) - y, t
+        return s
+
+    def sat(d):
+        return 2**63 - 1 if d >= 2.0**63 else -(2**63) if d <= -(2.0**63) else int(d)
+    want = {"L2": [sat(math.sqrt(kahan([float(v) * float(v) for v in r]))) for r in x],
+            "LogSum": [-(2**63) if kahan([float(v) for v in r]) <= 0 else sat(math.log(kahan([float(v) for v in r]))) for r in x],
+            "LogSumExp": [sat(math.log(sum(1 for v in r if v == r.max())) + float(r.max())) for r in x]}
+    for op, w in want.items():
+        got, = run(lambda g, t: g.reduce_int(op, t, [1]), x)
+        np.testing.assert_array_equal(got, np.array(w, np.int64), err_msg=op)
+
+
+def test_pow_by_float32_in_double():
+    x = np.array([[2**25 + 1, 2**53 + 1, 3, -8], [2, 0, 7, 2**31 + 1]], np.int64)
+    e = np.array([1.0, 1.0, 0.5, 0.5], np.float32)
+    g = ts.Graph()
+    out = g.binary("Pow", g.input("x", "i64", [2, 4]), g.input("e", "f32", [4]))
+    got = ts.inference_model(g, ts.Options(), outputs=[out])(x, e)
+    got = got[0] if isinstance(got, (list, tuple)) else got
+    # pow in double, toward zero: 2^53 + 1 as a double is 2^53; a negative base's root is NaN, INT64_MIN
+    np.testing.assert_array_equal(got, np.array([[2**25 + 1, 2**53, 1, -(2**63)], [2, 0, 2, 46340]], np.int64))
 
 
 def test_casts_as_torch():

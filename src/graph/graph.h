@@ -141,6 +141,18 @@ typedef enum ts_op {
                          * broadcast to the output); attr[0], attr[1]: a, b stored transposed; out: a's dtype, the sums over K wrapping
                          * in it (backend/int_matmul.h). attr[2] = 1: Gemm's alpha AB + beta C in double, toward zero into the dtype
                          * (alpha's and beta's bits in attr[3], attr[4]); else AB (+ C), wrapping */
+    /* in: x i32 or i64, taps i32, weights i64 (doubles' bits); resize
+     * levels applied in order (8 at most): attr[2L] level L's dim (| 256:
+     * its sums are numpy's pairwise ones, ts_int_resize_add),
+     * attr[2L+1] its taps per output position | the dim's output size <<
+     * 16 (0: taps' count / taps per position, one level; taps 0 ends the
+     * levels); iparam: the values' declared type (0: x's dtype). Level L's
+     * output position p along its dim is sum_t weights[q] * (the levels
+     * before it at input position taps[q]), q = its level's offset + p *
+     * taps + t, summed in double in order (ONNX's reference Resize); a tap
+     * of -1 (the first of p's) is an extrapolated position: weights[q]
+     * itself. Rounded half to even into x's dtype (ts_int_resize_last) */
+    TS_OP_INT_RESIZE,
     TS_OP_COUNT
 } ts_op;
 
@@ -152,15 +164,20 @@ typedef enum ts_op {
 typedef enum ts_int_kind {
     TS_INT_ADD, TS_INT_SUB, TS_INT_MUL, TS_INT_DIV, TS_INT_FLOOR_DIV, TS_INT_MOD, TS_INT_FMOD, TS_INT_MIN, TS_INT_MAX,
     TS_INT_EQUAL, TS_INT_LESS, TS_INT_LESS_EQUAL, TS_INT_GREATER, TS_INT_GREATER_EQUAL, TS_INT_NEG, TS_INT_ABS, TS_INT_POW,
+    /* Pow by a float exponent, in double (ts_int_pow_double): b an f32
+     * tensor (its cells' bits; ts_binary's Pow of an integer tensor by an
+     * f32 one), or an i64 one holding doubles' bits (ts_graph_int_pow_double) */
+    TS_INT_POW_F32, TS_INT_POW_F64,
     TS_INT_COUNT
 } ts_int_kind;
 
 /* TS_OP_INT_REDUCE's attr[2] (ts_reduce_int's names, in this order):
  * computed in int64, sums and products wrapping, the result wrapped to
- * the tensor's width; Mean the exact mean truncated toward zero
- * (graph/int_math.h) */
+ * the tensor's width; Mean the exact mean truncated toward zero; L2,
+ * LogSum and LogSumExp in double, as onnxruntime's (graph/int_math.h) */
 typedef enum ts_int_reduce_kind {
-    TS_INT_RED_SUM, TS_INT_RED_MEAN, TS_INT_RED_MAX, TS_INT_RED_MIN, TS_INT_RED_PROD, TS_INT_RED_SUM_SQUARE, TS_INT_RED_L1, TS_INT_RED_COUNT
+    TS_INT_RED_SUM, TS_INT_RED_MEAN, TS_INT_RED_MAX, TS_INT_RED_MIN, TS_INT_RED_PROD, TS_INT_RED_SUM_SQUARE, TS_INT_RED_L1,
+    TS_INT_RED_L2, TS_INT_RED_LOG_SUM, TS_INT_RED_LOG_SUM_EXP, TS_INT_RED_COUNT
 } ts_int_reduce_kind;
 
 /* TS_OP_BITWISE's attr[0] (ts_bitwise's op names, in this order) */
@@ -308,6 +325,20 @@ static inline ts_dtype ts_input_unsigned(const ts_tensor *t) {
  * int32 stays outside the table and the run's check before the op that
  * reads them names it (exec.c), rather than wrapping or clamping into it. */
 ts_tensor *ts_graph_indices(ts_graph *g, ts_tensor *x);
+
+/* a (i32 or i64, of the declared integer type `type`) to the power of
+ * the doubles whose bits the i64 tensor `bits` holds (broadcast): a
+ * TS_INT_POW_F64 node, computed in double (ts_int_pow_double) */
+ts_tensor *ts_graph_int_pow_double(ts_graph *g, ts_tensor *a, ts_tensor *bits, ts_dtype type);
+
+/* A TS_OP_INT_RESIZE node of x (i32 or i64, its values of the declared
+ * type `type`, 0: x's dtype) by `levels` levels: level L resizes dim
+ * dims[L] to out[L] positions of n_taps[L] taps each (summed pairwise,
+ * as numpy's along a last axis, where pairwise[L]), their positions
+ * (taps, i32) and weights (weights, i64 holding doubles' bits) in order,
+ * level after level (graph.h's TS_OP_INT_RESIZE) */
+ts_tensor *ts_graph_int_resize(ts_graph *g, ts_tensor *x, ts_tensor *taps, ts_tensor *weights, int levels, const int *dims, const bool *pairwise,
+                               const int *n_taps, const int64_t *out, ts_dtype type);
 
 /* A Convert node (TS_OP_CONVERT) of x, f32, i32, i64 or bool, to `to`
  * (f32, i32, i64 or bool), as ts_cast converts; the caller checks. */

@@ -55,7 +55,8 @@ static ts_op family_op(ts_graph *g, const char *what, const char *op, ts_op firs
 static bool is_int(const ts_tensor *t) { return t && (t->dtype == TS_I32 || t->dtype == TS_I64); }
 
 static const char *const int_kinds[TS_INT_COUNT] = {"Add", "Sub", "Mul", "Div", "FloorDiv", "Mod", "FMod", "Min", "Max",
-                                                    "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "Neg", "Abs", "Pow"};
+                                                    "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "Neg", "Abs", "Pow",
+                                                    "PowF32", "PowF64"}; /* the last two by float exponents: not looked up by name */
 
 static void set_int_node(ts_tensor *t, const void *arg) {
     const int64_t *a = arg; /* attr[0..2], then the output dtype */
@@ -88,14 +89,18 @@ static bool declared_type(ts_graph *g, const char *what, ts_dtype type, const ts
  * then says which names it has). */
 static ts_tensor *int_arith(ts_graph *g, const char *what, const char *op, ts_tensor *a, ts_tensor *b, bool unary_op, ts_dtype type) {
     int kind = 0;
-    while (kind < TS_INT_COUNT && (!op || strcmp(op, int_kinds[kind]) != 0)) kind++;
+    while (kind < TS_INT_POW_F32 && (!op || strcmp(op, int_kinds[kind]) != 0)) kind++;
     bool unary_kind = kind == TS_INT_NEG || kind == TS_INT_ABS;
-    if (kind == TS_INT_COUNT || unary_kind != unary_op) {
+    if (kind == TS_INT_POW_F32 || unary_kind != unary_op) {
         char names[256];
         size_t used = 0;
-        for (int k = 0; k < TS_INT_COUNT && used < sizeof names; k++)
+        for (int k = 0; k < TS_INT_POW_F32 && used < sizeof names; k++)
             if ((k == TS_INT_NEG || k == TS_INT_ABS) == unary_op) used += (size_t)snprintf(names + used, sizeof names - used, "%s%s", used ? ", " : "", int_kinds[k]);
         return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "%s: '%s' is no op on integer tensors; they take %s", what, op ? op : "(null)", names);
+    }
+    if (kind == TS_INT_POW && b && b->dtype == TS_F32) { /* by a float exponent: in double, the base's dtype out */
+        int64_t arg[4] = {TS_INT_POW_F32, type, 0, a->dtype};
+        return ts_graph_add_node(g, TS_OP_INT_ARITH, (const ts_tensor *[]){a, b}, 2, NULL, set_int_node, arg);
     }
     if (!is_int(b))
         return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "%s %s: '%s' is %s and '%s' is %s; integer ops take two integer tensors of one dtype "
@@ -106,6 +111,30 @@ static ts_tensor *int_arith(ts_graph *g, const char *what, const char *op, ts_te
     bool compare = kind >= TS_INT_EQUAL && kind <= TS_INT_GREATER_EQUAL;
     int64_t arg[4] = {kind, type, 0, compare ? TS_BOOL : a->dtype};
     return ts_graph_add_node(g, TS_OP_INT_ARITH, (const ts_tensor *[]){a, b}, 2, NULL, set_int_node, arg);
+}
+
+ts_tensor *ts_graph_int_pow_double(ts_graph *g, ts_tensor *a, ts_tensor *bits, ts_dtype type) {
+    if (!g || g->sticky) return NULL;
+    if (!is_int(a) || !bits || bits->dtype != TS_I64)
+        return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "an integer Pow by double exponents takes an i32 or i64 base and the exponents' bits in i64");
+    int64_t arg[4] = {TS_INT_POW_F64, type, 0, a->dtype};
+    return ts_graph_add_node(g, TS_OP_INT_ARITH, (const ts_tensor *[]){a, bits}, 2, NULL, set_int_node, arg);
+}
+
+ts_tensor *ts_graph_int_resize(ts_graph *g, ts_tensor *x, ts_tensor *taps, ts_tensor *weights, int levels, const int *dims, const bool *pairwise,
+                               const int *n_taps, const int64_t *out, ts_dtype type) {
+    if (!g || g->sticky) return NULL;
+    if (levels < 1 || levels > TS_MAX_DIMS) return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "an integer Resize takes 1 to %d levels, not %d", TS_MAX_DIMS, levels);
+    if (!x || (x->dtype != TS_I32 && x->dtype != TS_I64) || !taps || taps->dtype != TS_I32 || !weights || weights->dtype != TS_I64)
+        return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "an integer Resize takes an i32 or i64 x, i32 taps and i64 weights");
+    ts_node_attrs a = {.iparam = (int)type, .dtype = x->dtype};
+    for (int L = 0; L < levels; L++) {
+        if (n_taps[L] < 1 || n_taps[L] > 0xffff || out[L] < 1)
+            return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "an integer Resize level takes 1 to 65535 taps and a positive size, not %d and %lld", n_taps[L],
+                                 (long long)out[L]);
+        a.attr[2 * L] = dims[L] | (pairwise[L] ? 256 : 0), a.attr[2 * L + 1] = n_taps[L] | out[L] << 16;
+    }
+    return ts_graph_node(g, TS_OP_INT_RESIZE, (const ts_tensor *[]){x, taps, weights}, 3, &a);
 }
 
 ts_tensor *ts_graph_indices(ts_graph *g, ts_tensor *x) {
@@ -341,7 +370,7 @@ ts_tensor *ts_attention(ts_graph *g, ts_tensor *q, ts_tensor *k, ts_tensor *v, t
     return node(g, TS_OP_ATTENTION, unfused ? 5 : 4, (const ts_tensor *[]){q, k, v, mask, unfused}, &(attrs){.fattr = {scale}});
 }
 
-static const char *const int_reduce_kinds[TS_INT_RED_COUNT] = {"Sum", "Mean", "Max", "Min", "Prod", "SumSquare", "L1"};
+static const char *const int_reduce_kinds[TS_INT_RED_COUNT] = {"Sum", "Mean", "Max", "Min", "Prod", "SumSquare", "L1", "L2", "LogSum", "LogSumExp"};
 
 /* op over the axes (bit d of the mask: dim d); an i32 or i64 x:
  * TS_OP_INT_REDUCE of `kind` (ts_int_reduce_kind) */
@@ -380,7 +409,7 @@ ts_tensor *ts_reduce_int(ts_graph *g, const char *op, ts_tensor *x, int n, const
     while (kind < TS_INT_RED_COUNT && (!op || strcmp(op, int_reduce_kinds[kind]) != 0)) kind++;
     if (kind == TS_INT_RED_COUNT)
         return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "ts_reduce_int: '%s' is no integer reduction; use Sum, Mean, Max, Min, Prod, "
-                             "SumSquare or L1", op ? op : "(null)");
+                             "SumSquare, L1, L2, LogSum or LogSumExp", op ? op : "(null)");
     if (!x) return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "ts_reduce_int: input is NULL (an earlier builder call failed?)");
     return reduce(g, TS_OP_COUNT, kind, "ts_reduce_int", x, n, axes, keepdim);
 }

@@ -39,6 +39,29 @@ static ts_status shape_same(const ts_tensor *n, const ts_shape *in, ts_shape *ou
     return TS_OK;
 }
 
+/* TS_OP_INT_RESIZE (graph.h): x's shape, each level's dim resized; taps
+ * and weights hold every level's taps */
+static ts_status shape_int_resize(const ts_tensor *n, const ts_shape *in, ts_shape *out) {
+    char a[96], b[96];
+    int64_t total = 0, taps = ts_shape_numel(&in[1]);
+    unsigned seen = 0;
+    int L = 0;
+    *out = in[0];
+    for (; L < TS_MAX_DIMS && (n->attr[2 * L + 1] & 0xffff) != 0; L++) {
+        int64_t d = n->attr[2 * L] & 255, t = n->attr[2 * L + 1] & 0xffff, o = n->attr[2 * L + 1] >> 16;
+        if (d < 0 || d >= in[0].ndim || ((seen >> d) & 1u))
+            return SHAPE_ERR("IntResize: level %d resizes dim %lld of %s, which is %s", L, (long long)d, sh(&in[0], a),
+                             d < 0 || d >= in[0].ndim ? "not one of its dims" : "an earlier level's");
+        if (o == 0 && L > 0) return SHAPE_ERR("IntResize: level %d gives no size (only a single level takes its size from the taps)", L);
+        if (o == 0) o = taps / t;
+        seen |= 1u << d, out->d[d] = o, total += o * t;
+    }
+    if (L == 0 || taps != total || ts_shape_numel(&in[2]) != total)
+        return SHAPE_ERR("IntResize: %d levels of %lld taps in all; the taps %s and weights %s must hold them", L, (long long)total, sh(&in[1], a),
+                         sh(&in[2], b));
+    return TS_OK;
+}
+
 static ts_status shape_reshape(const ts_tensor *n, const ts_shape *in, ts_shape *out) {
     char a[96], b[96];
     int64_t numel = ts_shape_numel(&in[0]);
@@ -242,6 +265,7 @@ static const ts_op_def table[] = {
     [TS_OP_INT_CUMSUM] = {.op = TS_OP_INT_CUMSUM, .name = "CumSum", .arity = 1, .any_dtype = true, .bwd_unread_inputs = 0x1u, .shape = shape_same, .flops = flops_elementwise, .sample = {.dtype = TS_I64, .attrs.dtype = TS_I64}},
     [TS_OP_INT_REDUCE] = {.op = TS_OP_INT_REDUCE, .name = "IntReduce", .arity = 1, .any_dtype = true, .bwd_unread_inputs = 0x1u, .shape = ts_shape_reduce_axes, .flops = flops_input, .sample = {.dtype = TS_I64, .attrs = {.attr = {1, 0, TS_INT_RED_PROD}, .dtype = TS_I64}}},
     [TS_OP_INT_MATMUL] = {.op = TS_OP_INT_MATMUL, .name = "IntMatMul", .arity = TS_ARITY_VARIADIC, .any_dtype = true, .bwd_unread_inputs = 0x7u, .shape = shape_int_matmul, .flops = ts_flops_bmm, .sample = {.shapes = TS_SAMPLE_MATMUL, .rank = 3, .n_in = 2, .dtype = TS_I64, .attrs.dtype = TS_I64}},
+    [TS_OP_INT_RESIZE] = {.op = TS_OP_INT_RESIZE, .name = "IntResize", .arity = 3, .any_dtype = true, .int_inputs = 0x2u, .bwd_unread_inputs = 0x7u, .shape = shape_int_resize, .flops = flops_elementwise, .sample = {.dtype = TS_I64, .ints = TS_SAMPLE_AXIS, .attrs = {.attr = {0, 1}, .dtype = TS_I64}}},
 };
 _Static_assert(sizeof table / sizeof table[0] == TS_OP_COUNT, "the op table must cover every ts_op");
 

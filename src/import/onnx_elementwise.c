@@ -86,6 +86,46 @@ static ts_status binary_family(importer *im, const char *op, value *a, value *b,
     return ts_onnx_built(im, strcmp(op, "Sum") == 0 ? ts_add(im->g, ta, tb) : ts_binary(im->g, op, ta, tb), out);
 }
 
+/* Whether Pow's exponent e is of a float type (a graph tensor's or a
+ * constant's) */
+static bool float_exponent(const value *e) { return e->t ? e->t->dtype == TS_F32 : ts_onnx_dtype_is_float(e->c.dtype) || ts_lowbits_is(e->c.dtype); }
+
+/* x^e of an integer graph tensor x (its value vx) by a float exponent e,
+ * as onnxruntime's: std::pow in double, cast to x's type (INT64_MIN,
+ * int32's INT32_MIN, where the power is NaN, infinite or out of it): an
+ * f32 graph tensor's values widened exactly (ts_binary_typed's Pow of an
+ * integer tensor by an f32 one), a constant's as doubles (an i64 tensor
+ * of their bits, ts_graph_int_pow_double). The result's value records
+ * x's declared type. */
+static ts_status float_pow(importer *im, value *vx, value *e, value *out) {
+    ts_status st = TS_OK;
+    ts_dtype dt;
+    int type = declared_int(vx, vx, &dt);
+    ts_tensor *x = vx->t, *r = NULL;
+    if (x->dtype == TS_I32 && (dt == TS_I64 || dt == TS_U32 || dt == TS_U64)) dt = TS_I32;
+    if (e->t) {
+        ts_tensor *f = ts_onnx_f32_of(im, e->t, &st);
+        if (!f) return st;
+        r = ts_binary_typed(im->g, "Pow", x, f, dt);
+    } else {
+        if ((st = ts_onnx_decoded(im, e))) return st;
+        int64_t n = ts_shape_numel(&e->c.shape);
+        int64_t *bits = ts_malloc((size_t)(n ? n : 1) * sizeof *bits);
+        char *name = bits ? ts_graph_op_output_name(im->g, "Exponent") : NULL;
+        for (int64_t i = 0; name && i < n; i++) memcpy(&bits[i], &e->c.v[i], sizeof bits[i]);
+        ts_array arr = {.dtype = TS_I64, .ndim = e->c.shape.ndim, .data = bits};
+        for (int d = 0; d < e->c.shape.ndim; d++) arr.shape[d] = e->c.shape.d[d];
+        ts_tensor *b = name ? ts_constant(im->g, name, &arr) : NULL;
+        ts_free(name);
+        ts_free(bits);
+        if (!b) return ts_graph_status(im->g) ? ts_graph_status(im->g) : ts_onnx_node_error(im, TS_ERR_OUT_OF_MEMORY, "out of memory");
+        r = ts_graph_int_pow_double(im->g, x, b, dt);
+    }
+    if ((st = ts_onnx_built(im, r, out))) return st;
+    out->c.dtype = type;
+    return TS_OK;
+}
+
 /* x^e of an integer graph tensor x by a constant whole exponent e >= 0
  * (a one-element initializer too, a setting), exactly in x's dtype, wrapping as onnxruntime's and numpy's integer
  * power: square and multiply, log2(e) integer Muls. NULL (no error) where
@@ -93,6 +133,7 @@ static ts_status binary_family(importer *im, const char *op, value *a, value *b,
 static ts_tensor *int_pow(importer *im, ts_tensor *x, value *e, ts_status *st) {
     double d;
     if (!is_int_tensor(x) || !ts_onnx_setting_scalar(im, e, &d, st) || !(d >= 0 && d <= 0x1p62 && d == floor(d))) return NULL;
+    if (float_exponent(e) && d != 2 && d != 3) return NULL; /* onnxruntime's std::pow in double (float_pow) but for x*x and x*x*x */
     ts_graph *g = im->g;
     ts_tensor *y = ts_onnx_int_scalar_like(im, x, 1, st), *sq = x;
     for (uint64_t k = (uint64_t)d; y && sq && k; k >>= 1) {
@@ -144,6 +185,8 @@ ts_status ts_onnx_op_binary(importer *im, node_io *io) {
         return ts_onnx_built(im, ts_scale(im->g, a->t, (float)(1.0 / s)), &io->out[0]);
     ts_tensor *p = strcmp(op, "Pow") == 0 && a->t ? int_pow(im, a->t, b, &st) : NULL;
     if (p || st) return p ? ts_onnx_built(im, p, &io->out[0]) : st;
+    /* an integer graph tensor by a float exponent: in double, as onnxruntime's */
+    if (strcmp(op, "Pow") == 0 && a->t && is_int_tensor(a->t) && float_exponent(b)) return float_pow(im, a, b, &io->out[0]);
     /* an integer base by an integer graph-tensor or negative exponent: the
      * integer Pow (wrapping; a negative exponent as onnxruntime's), in the
      * base's type, which is the result's (the exponent's may differ) */

@@ -59,7 +59,7 @@ static ts_status reduce_empty(importer *im, node_io *io, const int64_t *axes, in
  * with m the maximum (no gradient through m: its terms cancel). Of an
  * integer tensor, Sum, Mean, Max, Min, Prod, SumSquare and L1 are
  * ts_reduce_int, exactly in its dtype; L2, LogSum and LogSumExp are
- * computed in f32 and truncated into its dtype. */
+ * ts_reduce_int's too, in double as onnxruntime's (graph/int_math.h). */
 ts_status ts_onnx_op_reduce(importer *im, node_io *io) {
     const char *op = im->node->op_type;
     int input_since = strcmp(op, "ReduceSum") == 0 ? 13 : 18; /* ReduceProd's too: 18 */
@@ -74,14 +74,15 @@ ts_status ts_onnx_op_reduce(importer *im, node_io *io) {
     value *in = io->in[0];
     if (is_const(in) && !in->param && ts_shape_numel(&in->c.shape) == 0) return reduce_empty(im, io, axes, all ? -1 : n, keepdims != 0);
     ts_tensor *x = ts_onnx_as_tensor(im, in, &st);
-    /* integers: the reductions ONNX defines on them exactly, in their dtype
-     * (ts_reduce_int); the others, and bools, reduced as f32 */
+    /* integers: every reduction in their dtype (ts_reduce_int: exactly,
+     * and L2, LogSum and LogSumExp in double as onnxruntime's); bools
+     * reduced as f32 */
     static const char *const int_ops[][2] = {{"ReduceSum", "Sum"}, {"ReduceMean", "Mean"}, {"ReduceMax", "Max"}, {"ReduceMin", "Min"},
-                                             {"ReduceProd", "Prod"}, {"ReduceSumSquare", "SumSquare"}, {"ReduceL1", "L1"}};
+                                             {"ReduceProd", "Prod"}, {"ReduceSumSquare", "SumSquare"}, {"ReduceL1", "L1"},
+                                             {"ReduceL2", "L2"}, {"ReduceLogSum", "LogSum"}, {"ReduceLogSumExp", "LogSumExp"}};
     const char *int_op = NULL;
     for (size_t i = 0; x && is_int_tensor(x) && i < sizeof int_ops / sizeof int_ops[0]; i++)
         if (strcmp(op, int_ops[i][0]) == 0) int_op = int_ops[i][1];
-    ts_dtype held = x ? x->dtype : TS_F32;
     if (!int_op) x = ts_onnx_f32_of(im, x, &st);
     if (!x) return st;
     int ax[TS_MAX_DIMS];
@@ -122,10 +123,6 @@ ts_status ts_onnx_op_reduce(importer *im, node_io *io) {
         ts_tensor *mo = keep ? m : ts_stop_gradient(g, ts_reduce_max(g, x, n, ax, 0));
         y = ts_add(g, ts_log(g, ts_reduce_sum(g, ts_exp(g, ts_sub(g, x, m)), n, ax, keep)), mo);
     }
-    /* L2, LogSum and LogSumExp of integers: computed in f32, truncated
-     * toward zero into their dtype, as onnxruntime's (which computes them
-     * in double): the same wherever f32 holds the result's whole part */
-    if (!int_op && (held == TS_I32 || held == TS_I64)) y = ts_cast(g, y, held);
     return ts_onnx_built(im, y, &io->out[0]);
 }
 

@@ -24,9 +24,16 @@ typedef struct resize_axis {
 } resize_axis;
 
 /* The interpolation coefficients at `ratio` (0 < ratio <= 1: the source
- * coordinate's distance past the pixel before it), ONNX's: *n of them. */
+ * coordinate's distance past the pixel before it), ONNX's: *n of them.
+ * Cubic's are computed in f32, as the reference's are (its
+ * cubic_coeff_a is a numpy float32, which takes the Python floats it
+ * meets to float32); linear's in double. */
 static void resize_coeffs(const resize_axis *r, double ratio, double *c, int *n) {
-    double s = r->scale < 1.0 ? r->scale : 1.0, A = r->cubic_a, sum = 0;
+#ifdef __clang__
+#pragma clang fp contract(off) /* each product rounded, as numpy's (gcc's ISO C mode fuses none) */
+#endif
+    double s = r->scale < 1.0 ? r->scale : 1.0, sum = 0;
+    float A = (float)r->cubic_a, fsum = 0;
     if (r->mode == RESIZE_NEAREST) {
         bool whole = ratio == floor(ratio), second = r->nearest == NEAREST_ROUND_PREFER_FLOOR ? ratio > 0.5
                                                      : r->nearest == NEAREST_ROUND_PREFER_CEIL ? ratio >= 0.5
@@ -41,71 +48,112 @@ static void resize_coeffs(const resize_axis *r, double ratio, double *c, int *n)
         return;
     }
     if (r->mode == RESIZE_CUBIC && !r->antialias) {
-        double t = ratio + 1, u = 1 - ratio, v = 2 - ratio;
+        float q = (float)ratio, t = (float)(ratio + 1), u = (float)(1 - ratio), v = (float)((1 - ratio) + 1); /* the reference's roundings */
         *n = 4;
         c[0] = ((A * t - 5 * A) * t + 8 * A) * t - 4 * A;
-        c[1] = ((A + 2) * ratio - (A + 3)) * ratio * ratio + 1;
+        c[1] = ((A + 2) * q - (A + 3)) * q * q + 1;
         c[2] = ((A + 2) * u - (A + 3)) * u * u + 1;
         c[3] = ((A * v - 5 * A) * v + 8 * A) * v - 4 * A;
         return;
     }
     int start = (int)floor((r->mode == RESIZE_LINEAR ? -1.0 : -2.0) / s) + 1;
+    bool wide = r->mode == RESIZE_LINEAR; /* cubic: f32 terms, and a list of them with a 0.0 in it is divided in double */
     *n = 2 - 2 * start;
     for (int k = 0; k < *n; k++) {
-        double x = fabs(s * (start + k - ratio));
-        c[k] = r->mode == RESIZE_LINEAR ? (x < 1 ? 1 - x : 0)
-               : x <= 1                 ? ((A + 2) * x - (A + 3)) * x * x + 1
-               : x < 2                  ? ((A * x - 5 * A) * x + 8 * A) * x - 4 * A
-                                        : 0;
-        sum += c[k];
+        double x = fabs(s * (start + k - ratio)), x2 = x * x, x3 = x * x2; /* the reference's terms, for its roundings */
+        float f3 = (float)x3, f2 = (float)x2, f1 = (float)x;
+        if (r->mode == RESIZE_LINEAR) c[k] = x < 1 ? 1 - x : 0, sum += c[k];
+        else {
+            c[k] = x <= 1 ? (A + 2) * f3 - (A + 3) * f2 + 1 : x < 2 ? A * f3 - 5 * A * f2 + 8 * A * f1 - 4 * A : 0;
+            wide = wide || x >= 2;
+            fsum += (float)c[k];
+        }
     }
-    for (int k = 0; k < *n; k++) c[k] /= sum;
+    for (int k = 0; k < *n; k++) c[k] = r->mode == RESIZE_LINEAR ? c[k] / sum : wide ? c[k] / (double)fsum : (double)((float)c[k] / fsum);
 }
 
 #define RESIZE_MAX_TAPS 4096
-static void fill_resize(const void *ctx, float *w) {
-    const resize_axis *r = ctx;
+
+/* The sum of a[0..n) as numpy's pairwise sum of float64 adds it (a
+ * reduction along a last axis: 8 lanes, halves past 128 terms) */
+static double pairwise_sum(const double *a, int n) {
+    if (n < 8) {
+        double r = 0;
+        for (int i = 0; i < n; i++) r += a[i];
+        return r;
+    }
+    if (n > 128) {
+        int h = n / 2;
+        h -= h % 8;
+        return pairwise_sum(a, h) + pairwise_sum(a + h, n - h);
+    }
+    double l[8];
+    int i = 8;
+    memcpy(l, a, sizeof l);
+    for (; i < n - n % 8; i += 8)
+        for (int j = 0; j < 8; j++) l[j] += a[i + j];
+    double r = ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
+    for (; i < n; i++) r += a[i];
+    return r;
+}
+
+/* Output position y's taps, as ONNX's reference takes them: *n
+ * coefficients c over the input positions first, first + 1, ... (before
+ * the edge padding clamps them into the axis); false where y is
+ * extrapolated (tf_crop_and_resize outside the input: r->outside[y]). */
+static bool resize_taps(const resize_axis *r, int64_t y, int64_t *first, double *c, int *n) {
+#ifdef __clang__
+#pragma clang fp contract(off)
+#endif
     int64_t in = r->in, out = r->out;
     double width = r->scale * (double)in;
+    double x, yd = (double)y;
+    switch (r->coord) {
+    case COORD_ALIGN_CORNERS: x = width == 1 ? 0 : yd * (double)(in - 1) / (width - 1); break;
+    case COORD_ASYMMETRIC: x = yd / r->scale; break;
+    case COORD_TF_CROP: { /* the reference's roi is float32: its difference and roi0 * (in - 1) are computed in f32 */
+        float span = (float)r->roi1 - (float)r->roi0;
+        x = width == 1 ? (double)(span * (float)(in - 1) / 2) : yd * (double)span * (double)(in - 1) / (width - 1);
+        x += (double)((float)r->roi0 * (float)(in - 1));
+        r->outside[y] = x < 0 || x > (double)(in - 1);
+        break;
+    }
+    case COORD_PYTORCH_HALF_PIXEL: x = width == 1 ? -0.5 : (yd + 0.5) / r->scale - 0.5; break;
+    case COORD_HALF_PIXEL_SYMMETRIC: {
+        double offset = (double)in / 2 * (1 - (double)out / width);
+        x = offset + (yd + 0.5) / r->scale - 0.5;
+        break;
+    }
+    default: x = (yd + 0.5) / r->scale - 0.5; break;
+    }
+    if (r->coord == COORD_TF_CROP && r->outside[y]) return false;
+    double fl = floor(x), ratio = x == fl ? 1.0 : x - fl;
+    resize_coeffs(r, ratio, c, n);
+    /* the n taps nearest x, ties to the lower ones (ONNX's reference) */
+    int pad = (*n + 1) / 2;
+    double xp = x + pad, p = floor(xp), frac = xp - p;
+    *first = (int64_t)p + (*n % 2 == 0 ? (frac == 0 ? -(*n / 2) : -(*n / 2) + 1) : (frac <= 0.5 ? -((*n - 1) / 2) : -((*n - 1) / 2) + 1)) - pad;
+    if (r->exclude_outside) { /* the reference's sum of each row of coefficients: pairwise, numpy's */
+        for (int k = 0; k < *n; k++)
+            if (*first + k < 0 || *first + k >= in) c[k] = 0;
+        double sum = pairwise_sum(c, *n);
+        for (int k = 0; k < *n && sum != 0; k++) c[k] /= sum;
+    }
+    return true;
+}
+
+/* position i clamped into an axis of `in` (edge padding) */
+static int64_t resize_clamp(int64_t i, int64_t in) { return i < 0 ? 0 : i >= in ? in - 1 : i; }
+
+static void fill_resize(const void *ctx, float *w) {
+    const resize_axis *r = ctx;
+    int64_t in = r->in, out = r->out, first;
     memset(w, 0, (size_t)(in * out) * sizeof *w);
     for (int64_t y = 0; y < out; y++) {
-        double x, yd = (double)y;
-        switch (r->coord) {
-        case COORD_ALIGN_CORNERS: x = width == 1 ? 0 : yd * (double)(in - 1) / (width - 1); break;
-        case COORD_ASYMMETRIC: x = yd / r->scale; break;
-        case COORD_TF_CROP:
-            x = width == 1 ? (r->roi1 - r->roi0) * (double)(in - 1) / 2 : yd * (r->roi1 - r->roi0) * (double)(in - 1) / (width - 1);
-            x += r->roi0 * (double)(in - 1);
-            r->outside[y] = x < 0 || x > (double)(in - 1);
-            break;
-        case COORD_PYTORCH_HALF_PIXEL: x = width == 1 ? -0.5 : (yd + 0.5) / r->scale - 0.5; break;
-        case COORD_HALF_PIXEL_SYMMETRIC: {
-            double offset = (double)in / 2 * (1 - (double)out / width);
-            x = offset + (yd + 0.5) / r->scale - 0.5;
-            break;
-        }
-        default: x = (yd + 0.5) / r->scale - 0.5; break;
-        }
-        if (r->coord == COORD_TF_CROP && r->outside[y]) continue;
-        double fl = floor(x), ratio = x == fl ? 1.0 : x - fl, c[RESIZE_MAX_TAPS];
+        double c[RESIZE_MAX_TAPS];
         int n;
-        resize_coeffs(r, ratio, c, &n);
-        /* the n taps nearest x, ties to the lower ones (ONNX's reference) */
-        int pad = (n + 1) / 2;
-        double xp = x + pad, p = floor(xp), frac = xp - p;
-        int64_t first = (int64_t)p + (n % 2 == 0 ? (frac == 0 ? -(n / 2) : -(n / 2) + 1) : (frac <= 0.5 ? -((n - 1) / 2) : -((n - 1) / 2) + 1)) - pad;
-        if (r->exclude_outside) {
-            double sum = 0;
-            for (int k = 0; k < n; k++) {
-                if (first + k < 0 || first + k >= in) c[k] = 0;
-                sum += c[k];
-            }
-            for (int k = 0; k < n && sum != 0; k++) c[k] /= sum;
-        }
-        for (int k = 0; k < n; k++) {
-            int64_t i = first + k < 0 ? 0 : first + k >= in ? in - 1 : first + k; /* edge padding */
-            w[i * out + y] += (float)c[k];
-        }
+        if (!resize_taps(r, y, &first, c, &n)) continue;
+        for (int k = 0; k < n; k++) w[resize_clamp(first + k, in) * out + y] += (float)c[k];
     }
 }
 
@@ -137,6 +185,72 @@ static ts_tensor *nearest_gather(importer *im, ts_tensor *y, int ax, const resiz
     return t;
 }
 
+/* The integer Resize's levels (TS_OP_INT_RESIZE): each resized axis's
+ * taps (positions along it, clamped; -1 for an extrapolated output) and
+ * their weights as doubles' bits, appended level after level */
+typedef struct int_levels {
+    int n, dim[TS_MAX_DIMS], taps[TS_MAX_DIMS];
+    bool pairwise[TS_MAX_DIMS];
+    int64_t out[TS_MAX_DIMS], len, cap;
+    int32_t *at;
+    int64_t *w;
+} int_levels;
+
+static ts_status int_level(importer *im, int_levels *lv, int ax, bool last, const resize_axis *ra) {
+    int n = 0;
+    double c[RESIZE_MAX_TAPS];
+    int64_t first;
+    for (int64_t y = 0; y < ra->out && n == 0; y++)
+        if (resize_taps(ra, y, &first, c, &n)) break;
+    if (n == 0) n = 1; /* every position extrapolated */
+    int64_t need = lv->len + ra->out * n;
+    if (need > lv->cap) {
+        uint64_t more = (uint64_t)(need - lv->cap) * 12;
+        ts_status st = ts_const_charge(more);
+        if (st) return ts_onnx_fold_result(im, st);
+        int32_t *at = ts_realloc(lv->at, (size_t)need * sizeof *at);
+        if (at) lv->at = at;
+        int64_t *w = at ? ts_realloc(lv->w, (size_t)need * sizeof *w) : NULL;
+        if (w) lv->w = w;
+        if (!at || !w) return ts_onnx_node_error(im, TS_ERR_OUT_OF_MEMORY, "out of memory for %lld taps of an integer Resize", (long long)need);
+        lv->cap = need;
+    }
+    for (int64_t y = 0; y < ra->out; y++) {
+        int32_t *at = lv->at + lv->len + y * n;
+        int64_t *w = lv->w + lv->len + y * n;
+        int m = 0;
+        memset(at, 0, (size_t)n * sizeof *at);
+        memset(w, 0, (size_t)n * sizeof *w);
+        if (!resize_taps(ra, y, &first, c, &m)) {
+            double e = (double)ra->extrapolation;
+            at[0] = -1;
+            memcpy(&w[0], &e, sizeof e);
+            continue;
+        }
+        for (int k = 0; k < m && k < n; k++) {
+            at[k] = (int32_t)resize_clamp(first + k, ra->in);
+            memcpy(&w[k], &c[k], sizeof c[k]);
+        }
+    }
+    lv->dim[lv->n] = ax, lv->taps[lv->n] = n, lv->out[lv->n] = ra->out, lv->pairwise[lv->n] = last;
+    lv->n++, lv->len = need;
+    return TS_OK;
+}
+
+/* x resized by the levels: one TS_OP_INT_RESIZE node, in double, rounded
+ * into the declared type `type` */
+static ts_tensor *int_resize(importer *im, ts_tensor *x, const int_levels *lv, ts_dtype type, ts_status *st) {
+    ts_graph *g = im->g;
+    char *na = ts_graph_op_output_name(g, "Taps"), *nw = na ? ts_graph_op_output_name(g, "TapWeights") : NULL;
+    ts_tensor *at = nw ? ts_constant(g, na, &(ts_array){.dtype = TS_I32, .ndim = 1, .shape = {lv->len}, .data = lv->at}) : NULL;
+    ts_tensor *w = at ? ts_constant(g, nw, &(ts_array){.dtype = TS_I64, .ndim = 1, .shape = {lv->len}, .data = lv->w}) : NULL;
+    ts_free(na);
+    ts_free(nw);
+    ts_tensor *y = w ? ts_graph_int_resize(g, x, at, w, lv->n, lv->dim, lv->pairwise, lv->taps, lv->out, type) : NULL;
+    if (!y) *st = ts_graph_status(g) ? ts_graph_status(g) : TS_ERR_OUT_OF_MEMORY;
+    return y;
+}
+
 static void fill_extrapolation(const void *ctx, float *v) {
     const resize_axis *r = ctx;
     for (int64_t y = 0; y < r->out; y++) v[y] = r->outside[y] ? r->extrapolation : 0.0f;
@@ -149,7 +263,10 @@ static void fill_extrapolation(const void *ctx, float *v) {
  * reference computes them. Each resized axis is a matmul by the matrix of
  * its interpolation weights (made at import), so the gradient is the
  * matmul's; an integer input is resized by nearest exactly (a Gather of
- * the positions), by the other modes in f32 and rounded back. */
+ * the positions), by the other modes (and tf_crop_and_resize's
+ * extrapolation) as the reference does: every axis's taps weighted and
+ * summed in double (as numpy sums them), one TS_OP_INT_RESIZE, rounded
+ * half to even and clipped into its type. */
 ts_status ts_onnx_op_resize(importer *im, node_io *io) {
     ts_status st = TS_OK;
     ts_tensor *x0 = ts_onnx_as_tensor(im, io->in[0], &st), *x = ts_onnx_f32_of(im, x0, &st);
@@ -219,24 +336,35 @@ ts_status ts_onnx_op_resize(importer *im, node_io *io) {
     /* integers resized by nearest (no extrapolated positions): moved
      * exactly, in their dtype, by a Gather per axis */
     bool moves = is_int_tensor(x0) && k[0] == RESIZE_NEAREST && k[1] != COORD_TF_CROP;
-    ts_tensor *y = moves ? x0 : x;
+    bool integer = is_int_tensor(x0) && !moves;
+    int_levels lv = {0};
+    ts_tensor *y = moves || integer ? x0 : x;
     for (int i = 0; i < n_axes && y; i++) {
         int ax = (int)axes[i], last = r - 1;
         resize_axis ra = {.in = x->shape.d[ax], .out = out[i], .scale = scale[i], .roi0 = given[0] ? vals[0][i] : 0,
                           .roi1 = given[0] ? vals[0][n_axes + i] : 1, .cubic_a = ts_onnx_attr_f(im, "cubic_coeff_a", -0.75), .mode = k[0],
                           .coord = k[1], .nearest = k[2], .exclude_outside = exclude != 0, .antialias = antialias != 0 && k[0] != RESIZE_NEAREST,
                           .extrapolation = (float)ts_onnx_attr_f(im, "extrapolation_value", 0.0)};
-        if (out[i] < 1) return ts_onnx_node_error(im, TS_ERR_SHAPE, "resizes axis %d to %lld; tensorscope's dimensions are positive", ax, (long long)out[i]);
+        if (out[i] < 1) {
+            st = ts_onnx_node_error(im, TS_ERR_SHAPE, "resizes axis %d to %lld; tensorscope's dimensions are positive", ax, (long long)out[i]);
+            break;
+        }
         if (fabs(ra.scale - 1.0) <= 1e-9 && ra.out == ra.in && ra.roi0 == 0 && ra.roi1 == 1) continue; /* the identity, as ONNX's reference */
-        if (ra.antialias && ra.scale < 1 && 2.0 / ra.scale + 2 > RESIZE_MAX_TAPS)
-            return ts_onnx_node_error(im, TS_ERR_UNSUPPORTED, "an antialiased downscale by %g takes more than %d taps", ra.scale, RESIZE_MAX_TAPS);
         bool outside[4096];
-        if (ra.coord == COORD_TF_CROP && ra.out > (int64_t)TS_ARRAY_LEN(outside))
-            return ts_onnx_node_error(im, TS_ERR_UNSUPPORTED, "tf_crop_and_resize to more than %zu positions is not available", TS_ARRAY_LEN(outside));
+        if (ra.antialias && ra.scale < 1 && 2.0 / ra.scale + 2 > RESIZE_MAX_TAPS)
+            st = ts_onnx_node_error(im, TS_ERR_UNSUPPORTED, "an antialiased downscale by %g takes more than %d taps", ra.scale, RESIZE_MAX_TAPS);
+        else if (ra.coord == COORD_TF_CROP && ra.out > (int64_t)TS_ARRAY_LEN(outside))
+            st = ts_onnx_node_error(im, TS_ERR_UNSUPPORTED, "tf_crop_and_resize to more than %zu positions is not available", TS_ARRAY_LEN(outside));
+        if (st) break;
         memset(outside, 0, sizeof outside);
         ra.outside = outside;
         if (moves) {
             if (!(y = nearest_gather(im, y, ax, &ra, &st))) return st;
+            continue;
+        }
+        if (integer) {
+            /* the reference sums the taps of its last axis (the last resized one) pairwise */
+            if ((st = int_level(im, &lv, ax, ax == axes[n_axes - 1], &ra))) break;
             continue;
         }
         ts_tensor *w = ts_onnx_computed_constant(im, "Weights", &(ts_shape){.ndim = 2, .d = {ra.in, ra.out}}, fill_resize, &ra, &st);
@@ -257,9 +385,19 @@ ts_status ts_onnx_op_resize(importer *im, node_io *io) {
         y = ts_reshape(im->g, m, s.ndim, s.d);
         if (y && ax != last) y = ts_transpose(im->g, y, ax, last);
     }
+    if (integer && !st && lv.n > 0) {
+        ts_dtype type = x0->dtype;
+        int declared = io->in[0]->c.dtype;
+        if (declared && !ts_onnx_dtype_is_float(declared) && !ts_onnx_array_dtype(declared, &type)) type = x0->dtype;
+        y = int_resize(im, x0, &lv, type, &st);
+    }
+    ts_free(lv.at);
+    ts_free(lv.w);
+    ts_const_release((uint64_t)lv.cap * 12);
+    if (st) return st;
     if (!y) return ts_graph_status(im->g);
     if (y == x || y == x0) return ts_onnx_op_identity(im, io);
-    if (moves) return ts_onnx_built(im, y, &io->out[0]);
+    if (moves || integer) return ts_onnx_built(im, y, &io->out[0]);
     if (x0->dtype == TS_I32) y = ts_unary(im->g, "Round", y, 0.0f, 0.0f);
     return ts_onnx_built(im, ts_onnx_as_dtype_of(im, y, x0), &io->out[0]);
 }

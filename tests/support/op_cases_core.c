@@ -162,6 +162,44 @@ static ts_tensor *ids64(ts_graph *g, int ndim, const int64_t *d) {
     return ts_input(g, name, TS_I64, ndim, d);
 }
 
+/* The integer ops that compute in double: Pow by f32 tensors and by
+ * i64 tensors of doubles' bits (PowF32, PowF64), and a Resize of two
+ * levels (4 taps in order, 8 pairwise) of i64 values and of i32 ones
+ * clipped to int16 (the checker fills every leaf, the constants too:
+ * the i32 taps with positions below int_hi, the i64 weights and
+ * exponents with doubles of random bits) */
+static void cases_integer_doubles(ts_op_checker *c, ts_graph *g) {
+    ts_op_case_opts base = {.i64_bits = 12, .spread = 3.0f}, ints_pow = {.int_hi = 70000, .spread = 2.0f};
+    check(c, "IntArith PowF32 i64 [3,7,11] by f32 [11]", ts_binary(g, "Pow", ids64(g, SHAPE(3, 7, 11)), leaf(g, SHAPE(11))), &base);
+    check(c, "IntArith PowF32 i32 [4,70001] by f32 [70001]", ts_binary(g, "Pow", labels(g, SHAPE(4, 70001)), leaf(g, SHAPE(70001))), &ints_pow);
+    static const double e[8] = {0.5, 1.5, 2.0, 1.0 / 3, -0.5, 2.5, 0.0, 1.0};
+    int64_t eb[8];
+    memcpy(eb, e, sizeof eb);
+    ts_tensor *ebits = ts_constant(g, "exponent_bits", &(ts_array){.dtype = TS_I64, .ndim = 1, .shape = {8}, .data = eb});
+    check(c, "IntArith PowF64 i64 [3,7,8] by double constants [8]", ts_graph_int_pow_double(g, ids64(g, SHAPE(3, 7, 8)), ebits, TS_I64), &base);
+    /* x [3,6,10]: dim 2 to 7 positions of 4 taps, then dim 1 to 5 positions of 8 taps (pairwise), position 3 extrapolated */
+    int32_t at[7 * 4 + 5 * 8];
+    int64_t w[7 * 4 + 5 * 8];
+    for (int i = 0; i < 7 * 4 + 5 * 8; i++) {
+        bool first = i < 7 * 4;
+        int j = first ? i : i - 7 * 4;
+        double v = (double)((j * 37) % 11) / 7.0 - 0.4;
+        at[i] = (int32_t)(first ? (j / 4 + j % 4) % 10 : (j / 8 + j % 8) % 6);
+        if (!first && j / 8 == 3) at[i] = j % 8 == 0 ? -1 : 0, v = j % 8 == 0 ? -7.5 : 0.0;
+        memcpy(&w[i], &v, sizeof v);
+    }
+    ts_tensor *taps = ts_constant(g, "resize_taps", &(ts_array){.dtype = TS_I32, .ndim = 1, .shape = {7 * 4 + 5 * 8}, .data = at});
+    ts_tensor *wts = ts_constant(g, "resize_weights", &(ts_array){.dtype = TS_I64, .ndim = 1, .shape = {7 * 4 + 5 * 8}, .data = w});
+    const int dims[2] = {2, 1}, n_taps[2] = {4, 8};
+    const bool pairwise[2] = {false, true};
+    const int64_t out[2] = {7, 5};
+    check(c, "IntResize i64 [3,6,10] to [3,5,7]", ts_graph_int_resize(g, ids64(g, SHAPE(3, 6, 10)), taps, wts, 2, dims, pairwise, n_taps, out, TS_I64),
+          &(ts_op_case_opts){.i64_bits = 60});
+    check(c, "IntResize i32 [3,6,10] to [3,5,7] as int16 (clipped)",
+          ts_graph_int_resize(g, labels(g, SHAPE(3, 6, 10)), taps, wts, 2, dims, pairwise, n_taps, out, TS_I16),
+          &(ts_op_case_opts){.int_hi = 6, .i64_bits = 62});
+}
+
 /* Integer tensors: the casts between f32, i32 and i64, the integer
  * arithmetic and comparisons (broadcast, every kind, values beyond 2^53
  * and at the ends), running sums, the casts to the narrow integer types
@@ -224,7 +262,7 @@ static void cases_integer(ts_op_checker *c) {
     check(c, "pad i64 [3,5,7] constant 0", ts_pad(g, ids64(g, SHAPE(3, 5, 7)), pads, TS_PAD_CONSTANT, 0.0f), NULL);
     check(c, "pad i64 [3,5,7] reflect", ts_pad(g, ids64(g, SHAPE(3, 5, 7)), pads, TS_PAD_REFLECT, 0.0f), NULL);
     check(c, "pad i32 [3,5,7] edge", ts_pad(g, labels(g, SHAPE(3, 5, 7)), pads, TS_PAD_EDGE, 0.0f), &ints);
-    static const char *const reductions[] = {"Sum", "Mean", "Max", "Min", "Prod", "SumSquare", "L1"};
+    static const char *const reductions[] = {"Sum", "Mean", "Max", "Min", "Prod", "SumSquare", "L1", "L2", "LogSum", "LogSumExp"};
     for (size_t k = 0; k < sizeof reductions / sizeof reductions[0]; k++) {
         snprintf(label, sizeof label, "IntReduce %s i64 [5,7,9] axes 0,2", reductions[k]);
         check(c, label, ts_reduce_int(g, reductions[k], ids64(g, SHAPE(5, 7, 9)), 2, (const int[]){0, 2}, 0), NULL);
@@ -232,6 +270,7 @@ static void cases_integer(ts_op_checker *c) {
         check(c, label, ts_reduce_int(g, reductions[k], labels(g, SHAPE(3, 70001)), 1, (const int[]){1}, 1), &ints);
     }
     check(c, "IntReduce Sum i64 [70001] (ts_reduce_sum)", ts_reduce_sum(g, ids64(g, SHAPE(70001)), 1, (const int[]){0}, 0), NULL);
+    cases_integer_doubles(c, g);
     ts_graph_free(g);
 }
 

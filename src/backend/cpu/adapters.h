@@ -23,6 +23,7 @@ void ts_fwd_int_arith(const ts_kctx *k);
 void ts_fwd_int_cumsum(const ts_kctx *k);
 void ts_fwd_int_reduce(const ts_kctx *k);
 void ts_fwd_int_matmul(const ts_kctx *k); /* int_matmul.c */
+void ts_fwd_int_resize(const ts_kctx *k);
 void ts_bwd_ew_unary(const ts_kctx *k);
 void ts_fwd_gather(const ts_kctx *k); /* Gather and Embedding */
 void ts_bwd_gather(const ts_kctx *k);

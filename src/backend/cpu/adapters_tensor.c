@@ -7,6 +7,7 @@
 #include "backend/cpu/kernels_tensor.h"
 #include "backend/ew_math.h"
 #include "backend/pad_index.h"
+#include "backend/pool.h"
 #include "graph/ops_tensor.h"
 
 static int64_t numel_out(const ts_kctx *k) { return ts_shape_numel(&k->out_shape); }
@@ -51,6 +52,7 @@ void ts_fwd_cast_index(const ts_kctx *k) {
  * bool tensor's f32 cells hold 1.0 or 0.0 */
 static int64_t int_in(const ts_kctx *k, int j, int64_t i) {
     if (k->in_dtype[j] == TS_BOOL) return k->in[j][i] != 0.0f;
+    if (k->in_dtype[j] == TS_F32) return ((const int32_t *)(const void *)k->in[j])[i]; /* its bits: an integer Pow's float exponent */
     return k->in_dtype[j] == TS_I64 ? ((const int64_t *)(const void *)k->in[j])[i] : k->in_int[j][i];
 }
 static void int_out(const ts_kctx *k, int64_t i, int64_t v) {
@@ -346,7 +348,31 @@ void ts_fwd_int_reduce(const ts_kctx *k) {
     int64_t n = ts_shape_numel(&r), m = n ? ts_shape_numel(&k->in_shape[0]) / n : 0;
     for (int64_t o = 0; o < n; o++) {
         ts_int_fold f = ts_int_reduce_first(kind);
-        for (int64_t j = 0; j < m; j++) f = ts_int_reduce_step(kind, f, int_in(k, 0, ts_int_reduce_at(&k->in_shape[0], &r, o, j)), m);
+        for (int64_t j = 0; j < m; j++) f = ts_int_reduce_step(kind, f, int_in(k, 0, ts_int_reduce_at(&k->in_shape[0], &r, o, j)), m, k->out_dtype == TS_I32);
         int_out(k, o, ts_int_reduce_last(kind, f, k->out_dtype == TS_I32));
     }
+}
+
+/* TS_OP_INT_RESIZE: each output element its levels' sums in double
+ * (graph/int_math.h), slices of the outputs over the pool */
+typedef struct int_resize_job {
+    const ts_kctx *k;
+    ts_int_resize_plan p;
+    const void *x;
+    bool x64;
+    int type;
+} int_resize_job;
+
+static void int_resize_slice(void *ctx, int64_t begin, int64_t end) {
+    const int_resize_job *j = ctx;
+    const ts_kctx *k = j->k;
+    for (int64_t o = begin; o < end; o++)
+        int_out(k, o, ts_int_resize_at(&j->p, j->x, j->x64, k->in_int[1], (const int64_t *)(const void *)k->in[2], &k->out_shape, o, j->type));
+}
+
+void ts_fwd_int_resize(const ts_kctx *k) {
+    bool x64 = k->in_dtype[0] == TS_I64;
+    int_resize_job j = {k, ts_int_resize_plan_of(k->node->attr, &k->in_shape[0], &k->out_shape), x64 ? (const void *)k->in[0] : (const void *)k->in_int[0],
+                        x64, k->node->iparam ? k->node->iparam : (int)k->out_dtype};
+    ts_pool_for(k->pool, numel_out(k), 4096, int_resize_slice, &j);
 }

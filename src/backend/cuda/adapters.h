@@ -37,6 +37,7 @@ void ts_cu_fwd_int_arith(const ts_kctx *k);   /* i32 / i64 arithmetic and compar
 void ts_cu_fwd_int_cumsum(const ts_kctx *k);  /* i32 / i64 running sums */
 void ts_cu_fwd_int_reduce(const ts_kctx *k);  /* i32 / i64 reductions over axes */
 void ts_cu_fwd_int_matmul(const ts_kctx *k);  /* i32 / i64 matrix products (int_matmul.cu) */
+void ts_cu_fwd_int_resize(const ts_kctx *k);  /* i32 / i64 Resize, interpolated in double */
 void ts_cu_fwd_cast(const ts_kctx *k);       /* onto a 16-bit float's values */
 void ts_cu_round_half(cudaStream_t s, ts_dtype t, float *y, const float *x, int64_t n, ts_half_loss *lost);
 void ts_cu_fwd_tanh(const ts_kctx *k);

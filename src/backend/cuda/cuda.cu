@@ -669,6 +669,7 @@ static void fill_kernel_table(void) {
     kernels[TS_OP_INT_ARITH] = {ts_cu_fwd_int_arith, nullptr, nullptr, nullptr, 0u, false};
     kernels[TS_OP_INT_CUMSUM] = {ts_cu_fwd_int_cumsum, nullptr, nullptr, nullptr, 0u, false};
     kernels[TS_OP_INT_REDUCE] = {ts_cu_fwd_int_reduce, nullptr, nullptr, nullptr, 0u, false};
+    kernels[TS_OP_INT_RESIZE] = {ts_cu_fwd_int_resize, nullptr, nullptr, nullptr, 0u, false};
     kernels[TS_OP_ATTENTION] = {ts_cu_fwd_attention_twin, ts_cu_bwd_attention_twin, nullptr, nullptr, 0u, false}; /* a copy of its twin: attention_one_pass false */
     kernels[TS_OP_INT_MATMUL] = {ts_cu_fwd_int_matmul, nullptr, nullptr, nullptr, 0u, false};
     kernels[TS_OP_POWER] = {ts_cu_fwd_broadcast_binary, ts_cu_bwd_broadcast_binary, nullptr, nullptr, 0u, false};

@@ -681,7 +681,7 @@ void ts_cu_fwd_int_cumsum(const ts_kctx *k) {
 __global__ void int_reduce_kernel(void *y, int to, int_cells x, ts_shape in, ts_shape kept, int kind, int64_t n, int64_t m) {
     TS_CU_FOR(o, n) {
         ts_int_fold f = ts_int_reduce_first(kind);
-        for (int64_t j = 0; j < m; j++) f = ts_int_reduce_step(kind, f, int_at(x, ts_int_reduce_at(&in, &kept, o, j)), m);
+        for (int64_t j = 0; j < m; j++) f = ts_int_reduce_step(kind, f, int_at(x, ts_int_reduce_at(&in, &kept, o, j)), m, to == 0);
         int_put(y, to, o, ts_int_reduce_last(kind, f, to == 0));
     }
 }
@@ -692,6 +692,23 @@ void ts_cu_fwd_int_reduce(const ts_kctx *k) {
     if (n <= 0) return;
     int_reduce_kernel<<<ts_cu_blocks(n), TS_CU_THREADS, 0, ts_cu_stream(k)>>>(k->out, cells_kind(k->out_dtype), int_input(k, 0), k->in_shape[0], r,
                                                                              (int)k->node->attr[2], n, m);
+    ts_cu_check(cudaGetLastError(), op_name(k));
+}
+
+/* one thread an output element: its levels' sums in double, as the CPU's (graph/int_math.h) */
+__global__ void int_resize_kernel(void *y, int to, const void *x, int x64, const int32_t *taps, const int64_t *w, ts_int_resize_plan p,
+                                  ts_shape out, int type, int64_t n) {
+    TS_CU_FOR(o, n) int_put(y, to, o, ts_int_resize_at(&p, x, x64, taps, w, &out, o, type));
+}
+
+void ts_cu_fwd_int_resize(const ts_kctx *k) {
+    int64_t n = numel_out(k);
+    if (n <= 0) return;
+    int_cells x = int_input(k, 0);
+    ts_int_resize_plan p = ts_int_resize_plan_of(k->node->attr, &k->in_shape[0], &k->out_shape);
+    int type = k->node->iparam ? k->node->iparam : (int)k->out_dtype;
+    int_resize_kernel<<<ts_cu_blocks(n), TS_CU_THREADS, 0, ts_cu_stream(k)>>>(k->out, cells_kind(k->out_dtype), x.p, x.kind == 1, k->in_int[1],
+                                                                             (const int64_t *)(const void *)k->in[2], p, k->out_shape, type, n);
     ts_cu_check(cudaGetLastError(), op_name(k));
 }
 
