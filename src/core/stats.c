@@ -132,7 +132,7 @@ static inline bool block_fast(const float *x, int64_t n, float c, block_sums *b)
     enum { V = TS_STATS_VEC, STRIDE = TS_STATS_VEC * 4 };
     ts_vdouble4 s[V / 4] = {0}, q[V / 4] = {0};
     ts_vfloat mn, mx, cv = c - (ts_vfloat){0};
-    ts_vint z = {0};
+    ts_vzcount z = {0};
     mn = mx = x[0] - (ts_vfloat){0};
     int64_t whole = n / STRIDE * STRIDE;
     for (int64_t r = 0; r < whole; r += TS_STATS_RUN * STRIDE) {
@@ -152,7 +152,10 @@ static inline bool block_fast(const float *x, int64_t n, float c, block_sums *b)
             fs += (d0 + d1) + (d2 + d3);
             mn = TS_VMIN(TS_VMIN(TS_VMIN(v0, v1), TS_VMIN(v2, v3)), mn);
             mx = TS_VMAX(TS_VMAX(TS_VMAX(v0, v1), TS_VMAX(v2, v3)), mx);
-            z += (ts_vzero(v0) + ts_vzero(v1)) + (ts_vzero(v2) + ts_vzero(v3)); /* true is -1 */
+            ts_vz_add(&z, v0);
+            ts_vz_add(&z, v1);
+            ts_vz_add(&z, v2);
+            ts_vz_add(&z, v3);
         }
         ts_vfloat fq = (q0 + q1) + (q2 + q3);
         ts_vfloat4 hs[V / 4], hq[V / 4];
@@ -165,7 +168,7 @@ static inline bool block_fast(const float *x, int64_t n, float c, block_sums *b)
     }
     double ss = 0, qq = 0;
     float lo = x[0], hi = x[0];
-    int64_t zz = 0;
+    int64_t zz = ts_vz_total(z);
     for (int h = 0; h < V / 4; h++)
         for (int j = 0; j < 4; j++) {
             ss += s[h][j];
@@ -174,7 +177,6 @@ static inline bool block_fast(const float *x, int64_t n, float c, block_sums *b)
     for (int j = 0; j < V; j++) {
         lo = mn[j] < lo ? mn[j] : lo;
         hi = mx[j] > hi ? mx[j] : hi;
-        zz -= z[j]; /* z counts down */
     }
     for (int64_t i = whole; i < n; i++) { /* the ragged end */
         float v = x[i], d = v - c;
@@ -407,11 +409,10 @@ static void stream_sum(ts_stats_stream *s, int64_t n, int64_t zeros, double sum,
 
 /* The kept runs' extremes and zeros, over the lanes. */
 static void vacc_extremes(const ts_vacc *a, float *lo, float *hi, int64_t *zeros) {
-    *lo = a->mn[0], *hi = a->mx[0], *zeros = 0;
+    *lo = a->mn[0], *hi = a->mx[0], *zeros = ts_vz_total(a->z);
     for (int j = 0; j < TS_STATS_VEC; j++) {
         *lo = a->mn[j] < *lo ? a->mn[j] : *lo;
         *hi = a->mx[j] > *hi ? a->mx[j] : *hi;
-        *zeros -= a->z[j]; /* counted down */
     }
 }
 
