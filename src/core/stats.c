@@ -131,7 +131,8 @@ typedef struct block_sums {
 static inline bool block_fast(const float *x, int64_t n, float c, block_sums *b) {
     enum { V = TS_STATS_VEC, STRIDE = TS_STATS_VEC * 4 };
     ts_vdouble4 s[V / 4] = {0}, q[V / 4] = {0};
-    ts_vfloat mn, mx, cv = c - (ts_vfloat){0};
+    ts_vfloat mn, mx, cv = c - (ts_vfloat){0}, ncv = -cv;
+    bool shifted = c != 0.0f; /* a constant where inlined (block_fast_shifted) */
     ts_vzcount z = {0};
     mn = mx = x[0] - (ts_vfloat){0};
     int64_t whole = n / STRIDE * STRIDE;
@@ -144,12 +145,21 @@ static inline bool block_fast(const float *x, int64_t n, float c, block_sums *b)
             memcpy(&v1, x + i + V, sizeof v1);
             memcpy(&v2, x + i + 2 * V, sizeof v2);
             memcpy(&v3, x + i + 3 * V, sizeof v3);
-            ts_vfloat d0 = v0 - cv, d1 = v1 - cv, d2 = v2 - cv, d3 = v3 - cv;
+            TS_VKEEP(v0);
+            TS_VKEEP(v1);
+            TS_VKEEP(v2);
+            TS_VKEEP(v3);
+            /* d = x - c, and fs += (d0 + d1) + (d2 + d3), with their additions
+             * split between the two kinds of pipe (TS_VADD_FMA: the same bits)
+             * so that each kind carries as much as the other */
+            ts_vfloat d0 = v0, d1 = v1, d2 = v2, d3 = v3;
+            if (shifted) d0 = TS_VADD_FMA(v0, ncv), d1 = TS_VADD_FMA(v1, ncv), d2 = TS_VADD_FMA(v2, ncv), d3 = TS_VADD_FMA(v3, ncv);
             q0 = TS_VFMA(d0, d0, q0);
             q1 = TS_VFMA(d1, d1, q1);
             q2 = TS_VFMA(d2, d2, q2);
             q3 = TS_VFMA(d3, d3, q3);
-            fs += (d0 + d1) + (d2 + d3);
+            ts_vfloat t01 = shifted ? d0 + d1 : TS_VADD_FMA(d0, d1), t23 = TS_VADD_FMA(d2, d3);
+            fs = TS_VADD_FMA(shifted ? t01 + t23 : TS_VADD_FMA(t01, t23), fs);
             mn = TS_VMIN(TS_VMIN(TS_VMIN(v0, v1), TS_VMIN(v2, v3)), mn);
             mx = TS_VMAX(TS_VMAX(TS_VMAX(v0, v1), TS_VMAX(v2, v3)), mx);
             ts_vz_add(&z, v0);

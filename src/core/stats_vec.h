@@ -50,6 +50,24 @@ static inline ts_vfloat vselect(ts_vint m, ts_vfloat a, ts_vfloat b) { return (t
 #ifndef TS_VFMA
 #define TS_VFMA(a, b, c) ((a) * (b) + (c))
 #endif
+/* a + b on vectors, rounded once as the addition is (a * 1 is exact: the
+ * same bits), issued as a multiply-add where the target has one: AMD Zen's
+ * additions, min and max share two pipes and its multiply-adds two others,
+ * so a summary's additions can be split between them. */
+#if TS_STATS_VEC == 16 || defined(__FMA__)
+#define TS_VADD_FMA(a, b) ((ts_vfloat)TS_VFMA(a, (ts_vfloat){0} + 1.0f, b))
+#else
+#define TS_VADD_FMA(a, b) ((a) + (b))
+#endif
+/* v held in a register from here on: the compiler may not read it from
+ * memory again for each instruction that uses it (GCC folds a vector it
+ * loaded into each use as a memory operand, four loads a vector where the
+ * target issues one 512-bit load a cycle). */
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#define TS_VKEEP(v) __asm__("" : "+v"(v))
+#else
+#define TS_VKEEP(v) ((void)0)
+#endif
 /* correctly rounded square root of each lane, as sqrtf */
 #if TS_STATS_VEC == 16
 #define TS_VSQRT(a) _mm512_sqrt_ps(a)
@@ -129,6 +147,7 @@ static inline ts_vacc_mark ts_vacc_run_begin(ts_vacc *a) {
 }
 
 static inline void ts_vacc_add(ts_vacc *a, ts_vfloat v, ts_vfloat c) {
+    TS_VKEEP(v);
     ts_vfloat d = v - c;
     a->s += d;
     a->q = TS_VFMA(d, d, a->q);
@@ -140,6 +159,8 @@ static inline void ts_vacc_add(ts_vacc *a, ts_vfloat v, ts_vfloat c) {
 /* Two vectors at once: their sums and squares are added to each other
  * first (a tree), so a lane's float run is half as long a chain. */
 static inline void ts_vacc_add2(ts_vacc *a, ts_vfloat v0, ts_vfloat v1, ts_vfloat c) {
+    TS_VKEEP(v0);
+    TS_VKEEP(v1);
     ts_vfloat d0 = v0 - c, d1 = v1 - c;
     a->s += d0 + d1;
     a->q += TS_VFMA(d1, d1, d0 * d0);
@@ -157,8 +178,10 @@ static inline void ts_vacc_add2(ts_vacc *a, ts_vfloat v0, ts_vfloat v1, ts_vfloa
  * products a lane, each rounded once. SGD with momentum keeps the tree:
  * its loop, one state array more, was 16% slower this way. */
 static inline void ts_vacc_add2_fma(ts_vacc *a, ts_vfloat v0, ts_vfloat v1, ts_vfloat c) {
+    TS_VKEEP(v0);
+    TS_VKEEP(v1);
     ts_vfloat d0 = v0 - c, d1 = v1 - c;
-    a->s += d0 + d1;
+    a->s = TS_VADD_FMA(d0 + d1, a->s);
     a->q = TS_VFMA(d1, d1, TS_VFMA(d0, d0, a->q));
     a->mn = TS_VMIN(TS_VMIN(v0, v1), a->mn);
     a->mx = TS_VMAX(TS_VMAX(v0, v1), a->mx);
