@@ -8,8 +8,9 @@
  * block makes those sums non-finite -- that is the only test -- and the block
  * is then redone through the same lanes with each value classified by its
  * bits (still branch-free: a causal mask's -inf fills half of every masked
- * attention score); only a finite d^2 beyond float's range needs the scalar
- * pass. Blocks are merged with Chan's update. Histograms and range counts,
+ * attention score); only a finite d^2 beyond float's range (a masked
+ * score's finite -1e30) needs the pass in double lanes, which the rest of
+ * the tensor then takes at once. Blocks are merged with Chan's update. Histograms and range counts,
  * when asked for, run over the same block while it is in L1. */
 #include "core/stats.h"
 #include "core/stats_vec.h"
@@ -342,27 +343,79 @@ static bool block_masked(const float *x, int64_t n, float c, block_sums *b) {
 #undef MASKED_VECS
 #undef MASKED_LANES
 
-/* The scalar pass: any length, classifies every value. */
-static void block_slow(const float *x, int64_t n, double c, block_sums *b) {
-    memset(b, 0, sizeof *b);
-    b->min = INFINITY;
-    b->max = -INFINITY;
-    for (int64_t i = 0; i < n; i++) {
-        uint32_t u = ts_float_bits(x[i]);
-        if ((u & 0x7f800000u) == 0x7f800000u) {
-            if (u & 0x007fffffu) b->nans++;
-            else if (u >> 31) b->neg_infs++;
-            else b->pos_infs++;
-            continue;
+/* The pass for a block whose squares overflow a float (a finite -1e30
+ * filling a masked score beside values near 1): each value classified by
+ * its bits as block_masked does, d = x - c and d^2 summed in double lanes
+ * (a non-finite x taken as c: it adds 0). Any length; never fails. One
+ * value at a time in double, as this pass was, took 5x as long: the
+ * additions' chain. */
+static void block_wide(const float *x, int64_t n, float c, block_sums *b) {
+    enum { V = TS_STATS_VEC, H = TS_STATS_VEC / 4 };
+    ts_vdouble4 s[H], q[H];
+#if TS_STATS_VEC != 16
+    const ts_vdouble4 cd = (double)c - (ts_vdouble4){0};
+#endif
+    const ts_vfloat cv = c - (ts_vfloat){0}, pinf_v = (ts_vfloat){0} + INFINITY, ninf_v = -pinf_v;
+    ts_vfloat mn = pinf_v, mx = ninf_v;
+    ts_vint z = {0}, f = {0}, nan = {0}, pinf = {0}, ninf = {0}; /* counted down: true is -1 (n fits: a block) */
+    for (int h = 0; h < H; h++) s[h] = q[h] = (ts_vdouble4){0};
+#if TS_STATS_VEC == 16
+    const __m512d cd8 = _mm512_set1_pd((double)c);
+    __m512d s0 = _mm512_setzero_pd(), s1 = s0, q0 = s0, q1 = s0;
+#endif
+    for (int64_t i = 0; i < n; i += V) {
+        ts_vfloat v = {0};
+        ts_vint valid = (ts_vint){0} - 1;
+        if (n - i >= V) {
+            memcpy(&v, x + i, sizeof v);
+        } else { /* the last few values */
+            memcpy(&v, x + i, (size_t)(n - i) * sizeof(float));
+            for (int j = 0; j < V; j++) valid[j] = j < n - i ? -1 : 0;
         }
-        double v = (double)x[i], d = v - c;
-        b->n++;
-        b->zeros += v == 0.0;
-        b->s += d;
-        b->q += d * d;
-        if (v < b->min) b->min = v;
-        if (v > b->max) b->max = v;
+        ts_vuint u = (ts_vuint)v, a = u & 0x7fffffffu;
+        ts_vint fin = (a < 0x7f800000u) & valid;
+        ts_vfloat vc = (ts_vfloat)(((ts_vint)v & fin) | ((ts_vint)cv & ~fin));
+#if TS_STATS_VEC == 16 /* two vectors of 8 doubles, in registers */
+        __m512d d0 = _mm512_sub_pd(_mm512_cvtps_pd(_mm512_castps512_ps256((__m512)vc)), cd8);
+        __m512d d1 = _mm512_sub_pd(_mm512_cvtps_pd(_mm512_extractf32x8_ps((__m512)vc, 1)), cd8);
+        s0 = _mm512_add_pd(s0, d0), s1 = _mm512_add_pd(s1, d1);
+        q0 = _mm512_fmadd_pd(d0, d0, q0), q1 = _mm512_fmadd_pd(d1, d1, q1);
+#else
+        ts_vfloat4 part[H];
+        memcpy(part, &vc, sizeof part);
+        for (int h = 0; h < H; h++) {
+            ts_vdouble4 d = __builtin_convertvector(part[h], ts_vdouble4) - cd;
+            s[h] += d;
+            q[h] += d * d;
+        }
+#endif
+        mn = TS_VMIN((ts_vfloat)(((ts_vint)v & fin) | ((ts_vint)pinf_v & ~fin)), mn);
+        mx = TS_VMAX((ts_vfloat)(((ts_vint)v & fin) | ((ts_vint)ninf_v & ~fin)), mx);
+        z += ts_vzero(v) & valid;
+        f += fin;
+        nan += (a > 0x7f800000u) & valid;
+        pinf += (u == 0x7f800000u) & valid;
+        ninf += (u == 0xff800000u) & valid;
     }
+#if TS_STATS_VEC == 16
+    memcpy(s, &s0, sizeof s0), memcpy(&s[2], &s1, sizeof s1);
+    memcpy(q, &q0, sizeof q0), memcpy(&q[2], &q1, sizeof q1);
+#endif
+    memset(b, 0, sizeof *b);
+    for (int h = 0; h < H; h++)
+        for (int j = 0; j < 4; j++) b->s += s[h][j], b->q += q[h][j];
+    float lo = INFINITY, hi = -INFINITY;
+    for (int j = 0; j < V; j++) {
+        lo = mn[j] < lo ? mn[j] : lo;
+        hi = mx[j] > hi ? mx[j] : hi;
+        b->zeros -= z[j];
+        b->n -= f[j];
+        b->nans -= nan[j];
+        b->pos_infs -= pinf[j];
+        b->neg_infs -= ninf[j];
+    }
+    b->min = lo;
+    b->max = hi;
 }
 
 /* Chan et al.'s parallel update of (n, mean, m2) with another set. */
@@ -410,11 +463,13 @@ static void stats_block(ts_stats_partial *p, const float *x, int64_t n) {
     float c = ts_stats_shift(p, x, n);
     block_sums b;
     /* a tensor with NaN or Inf in one block (a masked score) usually has
-     * them in the next: no fast pass that would fail */
+     * them in the next, and one whose squares overflow a float (a masked
+     * score's -1e30) too: no pass that would fail */
     bool done = !p->masked && block_fast_shifted(x, n, c, &b);
     if (!done) {
-        if (!block_masked(x, n, c, &b)) block_slow(x, n, c, &b);
-        p->masked = b.nans + b.pos_infs + b.neg_infs > 0;
+        bool wide = p->masked == TS_STATS_WIDE || !block_masked(x, n, c, &b);
+        if (wide) block_wide(x, n, c, &b);
+        p->masked = wide ? TS_STATS_WIDE : b.nans + b.pos_infs + b.neg_infs > 0;
     }
     add_block(p, &b, c);
 }
