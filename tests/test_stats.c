@@ -142,6 +142,14 @@ static void test_moments(void) {
     ts_summarize_f32(x, n, TS_WATCH_STATS, s);
     reference(x, n, &r);
     compare_stats("masked scores (-inf upper triangles, NaN, +inf)", &s->stats, &r, 1e-6);
+    /* The same masked with a finite -1e30 (the GPT's masked fill): every
+     * square beyond float's range, each block after the first straight into
+     * the pass in double lanes, with NaN, +inf and zeros among them. */
+    for (int64_t i = 0; i < n; i++)
+        if (isinf(x[i]) && x[i] < 0) x[i] = -1e30f;
+    ts_summarize_f32(x, n, TS_WATCH_STATS, s);
+    reference(x, n, &r);
+    compare_stats("masked scores (-1e30 upper triangles, NaN, +inf)", &s->stats, &r, 1e-6);
     /* Edge cases: all zeros, all NaN, empty, one value. */
     memset(x, 0, 5000 * sizeof *x);
     ts_summarize_f32(x, 5000, TS_WATCH_STATS, s);

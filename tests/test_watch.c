@@ -348,6 +348,98 @@ static void test_relu_pair(int64_t cols, int threads, int poison, int sign) {
     ts_graph_free(g);
 }
 
+/* Many small parameters of odd sizes (3 to 8710 values) and one optimizer:
+ * their steps run as one job over the pool (ts_observe_steps), each
+ * thread a run of the parameters' values laid end to end, so a thread's
+ * run starts and ends inside parameters. Each parameter's gradient and
+ * updated weight must still be summarised as one pass over its own values
+ * (its anchored FINAL value), whatever the split, and the weights must
+ * come out bit-identical to an unwatched twin's. One more parameter, l5.w
+ * (37 values), adds sum(l5.w * c) to the loss: `poison` puts a NaN, a +Inf
+ * and a -Inf into c, so its gradient and updated weight hold one of each
+ * among finite values (classified from memory) while the others stay
+ * finite. `grads_only`: the gradients alone watched (no summary of the
+ * weights in the same pass). */
+static void test_many_small(int threads, int poison, int grads_only) {
+    enum { MB = 4, IN7 = 7, CLS3 = 3, LAYERS = 5, ODD = 37 };
+    static const int64_t width[LAYERS] = {13, 5, 130, 67, CLS3};
+    const int params = 2 * LAYERS + 1, summaries = (grads_only ? 1 : 2) * params;
+    char what[96];
+    snprintf(what, sizeof what, "many small parameters, %d thread%s%s%s", threads, threads > 1 ? "s" : "", poison ? ", NaN and Inf" : "",
+             grads_only ? ", gradients only" : "");
+    ts_graph *gs[2];
+    ts_options *os[2];
+    ts_model *ms[2] = {NULL, NULL};
+    ts_status st = TS_OK;
+    for (int k = 0; k < 2; k++) {
+        ts_graph *g = gs[k] = ts_graph_new(5);
+        ts_tensor *h = ts_input(g, "x", TS_F32, 2, (int64_t[]){MB, IN7});
+        ts_tensor *y = ts_input(g, "labels", TS_I32, 1, (int64_t[]){MB});
+        ts_tensor *c = ts_input(g, "c", TS_F32, 1, (int64_t[]){ODD});
+        for (int l = 0; l < LAYERS; l++) {
+            char name[8];
+            snprintf(name, sizeof name, "l%d", l);
+            h = ts_linear(g, h, width[l], name);
+            if (l % 2 == 0 && l + 1 < LAYERS) h = ts_relu(g, h);
+        }
+        ts_tensor *odd = ts_param(g, "l5.w", 1, (int64_t[]){ODD});
+        ts_tensor *loss = ts_add(g, ts_cross_entropy(g, h, y), ts_sum(g, ts_mul(g, odd, c)));
+        os[k] = ts_options_new();
+        ts_options_set_threads(os[k], threads);
+        ts_options_anchor(os[k], NULL, "*___l?.*", TS_OUTPUT_FINAL, 0);
+        if (k == 0) { /* the twin (k = 1) watches nothing */
+            ts_options_watch(os[k], "Gradient___l?.*", TS_WATCH_STATS, 1);
+            if (!grads_only) ts_options_watch(os[k], "UpdatedVar___l?.*", TS_WATCH_STATS, 1);
+        }
+        if (!st) st = ts_model_training(&ms[k], g, loss, os[k], ts_sgd(0.05f, 0.0f, 0.0f));
+        if (!st) st = ts_model_compile(ms[k]);
+    }
+    float xb[MB * IN7], cb[ODD];
+    int32_t yb[MB];
+    for (int i = 0; i < MB * IN7; i++) xb[i] = i % 3 == 1 ? 0.0f : rnd(); /* zero columns: zero gradients */
+    for (int i = 0; i < MB; i++) yb[i] = i % CLS3;
+    for (int i = 0; i < ODD; i++) cb[i] = rnd();
+    if (poison) cb[5] = NAN, cb[20] = INFINITY, cb[30] = -INFINITY;
+    const char *in_names[3] = {"x", "labels", "c"};
+    ts_array in[3] = {ts_array_f32(xb, 2, (int64_t[]){MB, IN7}), ts_array_i32(yb, 1, (int64_t[]){MB}), ts_array_f32(cb, 1, (int64_t[]){ODD})};
+    for (int r = 0; !st && r < 2; r++) /* two steps: the second's weights and gradients are not the start's */
+        for (int k = 0; !st && k < 2; k++) st = ts_model_run(ms[k], in_names, in, 3);
+    CHECK_OK(st, "%s: compile and run", what);
+    const ts_watch_result *res;
+    size_t n = 0;
+    if (!st && ts_model_watch_results(ms[0], &res, &n) == TS_OK) {
+        CHECK((int)n == summaries, "%s: %d summaries (got %zu)", what, summaries, n);
+        for (size_t i = 0; i < n; i++) {
+            ts_array a;
+            CHECK(ts_model_anchored(ms[0], res[i].name, &a) == TS_OK && res[i].run == 1 && res[i].step == 1 &&
+                      same_summary(res[i].summary, a.data, ts_array_numel(&a), TS_WATCH_STATS, res[i].name),
+                  "%s: %s (%lld values) = one pass over its anchored value", what, res[i].name, (long long)ts_array_numel(&a));
+            const ts_stats *t = &res[i].summary->stats;
+            bool odd_one = strstr(res[i].name, "l5.w") != NULL;
+            int64_t want = poison && odd_one; /* one NaN, one +Inf, one -Inf */
+            CHECK(t->nans == want && t->pos_infs == want && t->neg_infs == want,
+                  "%s: %s counts %lld NaN, +Inf and -Inf (%lld, %lld, %lld)", what, res[i].name, (long long)want, (long long)t->nans,
+                  (long long)t->pos_infs, (long long)t->neg_infs);
+        }
+    } else {
+        CHECK(0, "%s: watch results", what);
+    }
+    for (int p = 0; !st && p < params; p++) {
+        char name[40];
+        if (p < 2 * LAYERS) snprintf(name, sizeof name, "UpdatedVar___l%d.%s", p / 2, p % 2 ? "bias" : "weight");
+        else snprintf(name, sizeof name, "UpdatedVar___l5.w");
+        ts_array w, tw;
+        CHECK(ts_model_anchored(ms[0], name, &w) == TS_OK && ts_model_anchored(ms[1], name, &tw) == TS_OK && ts_array_numel(&w) == ts_array_numel(&tw) &&
+                  memcmp(w.data, tw.data, sizeof(float) * (size_t)ts_array_numel(&w)) == 0,
+              "%s: %s is bit-identical to the unwatched twin's", what, name);
+    }
+    for (int k = 0; k < 2; k++) {
+        ts_model_free(ms[k]);
+        ts_options_free(os[k]);
+        ts_graph_free(gs[k]);
+    }
+}
+
 int main(void) {
     test_tiny();
     test_relu_pair(37, 1, 0, 0);
@@ -382,5 +474,8 @@ int main(void) {
         c.opt = opts[k];
         test_step(&c);
     }
+    for (int threads = 1; threads <= 3; threads++)
+        for (int poison = 0; poison < 2; poison++) test_many_small(threads, poison, 0);
+    test_many_small(2, 1, 1);
     return check_summary("test_watch");
 }

@@ -8,8 +8,9 @@
  * block makes those sums non-finite -- that is the only test -- and the block
  * is then redone through the same lanes with each value classified by its
  * bits (still branch-free: a causal mask's -inf fills half of every masked
- * attention score); only a finite d^2 beyond float's range needs the scalar
- * pass. Blocks are merged with Chan's update. Histograms and range counts,
+ * attention score); only a finite d^2 beyond float's range (a masked
+ * score's finite -1e30) needs the pass in double lanes, which the rest of
+ * the tensor then takes at once. Blocks are merged with Chan's update. Histograms and range counts,
  * when asked for, run over the same block while it is in L1. */
 #include "core/stats.h"
 #include "core/stats_vec.h"
@@ -131,8 +132,9 @@ typedef struct block_sums {
 static inline bool block_fast(const float *x, int64_t n, float c, block_sums *b) {
     enum { V = TS_STATS_VEC, STRIDE = TS_STATS_VEC * 4 };
     ts_vdouble4 s[V / 4] = {0}, q[V / 4] = {0};
-    ts_vfloat mn, mx, cv = c - (ts_vfloat){0};
-    ts_vint z = {0};
+    ts_vfloat mn, mx, cv = c - (ts_vfloat){0}, ncv = -cv;
+    bool shifted = c != 0.0f; /* a constant where inlined (block_fast_shifted) */
+    ts_vzcount z = {0};
     mn = mx = x[0] - (ts_vfloat){0};
     int64_t whole = n / STRIDE * STRIDE;
     for (int64_t r = 0; r < whole; r += TS_STATS_RUN * STRIDE) {
@@ -144,15 +146,27 @@ static inline bool block_fast(const float *x, int64_t n, float c, block_sums *b)
             memcpy(&v1, x + i + V, sizeof v1);
             memcpy(&v2, x + i + 2 * V, sizeof v2);
             memcpy(&v3, x + i + 3 * V, sizeof v3);
-            ts_vfloat d0 = v0 - cv, d1 = v1 - cv, d2 = v2 - cv, d3 = v3 - cv;
+            TS_VKEEP(v0);
+            TS_VKEEP(v1);
+            TS_VKEEP(v2);
+            TS_VKEEP(v3);
+            /* d = x - c, and fs += (d0 + d1) + (d2 + d3), with their additions
+             * split between the two kinds of pipe (TS_VADD_FMA: the same bits)
+             * so that each kind carries as much as the other */
+            ts_vfloat d0 = v0, d1 = v1, d2 = v2, d3 = v3;
+            if (shifted) d0 = TS_VADD_FMA(v0, ncv), d1 = TS_VADD_FMA(v1, ncv), d2 = TS_VADD_FMA(v2, ncv), d3 = TS_VADD_FMA(v3, ncv);
             q0 = TS_VFMA(d0, d0, q0);
             q1 = TS_VFMA(d1, d1, q1);
             q2 = TS_VFMA(d2, d2, q2);
             q3 = TS_VFMA(d3, d3, q3);
-            fs += (d0 + d1) + (d2 + d3);
+            ts_vfloat t01 = shifted ? d0 + d1 : TS_VADD_FMA(d0, d1), t23 = TS_VADD_FMA(d2, d3);
+            fs = TS_VADD_FMA(shifted ? t01 + t23 : TS_VADD_FMA(t01, t23), fs);
             mn = TS_VMIN(TS_VMIN(TS_VMIN(v0, v1), TS_VMIN(v2, v3)), mn);
             mx = TS_VMAX(TS_VMAX(TS_VMAX(v0, v1), TS_VMAX(v2, v3)), mx);
-            z += (ts_vzero(v0) + ts_vzero(v1)) + (ts_vzero(v2) + ts_vzero(v3)); /* true is -1 */
+            ts_vz_add(&z, v0);
+            ts_vz_add(&z, v1);
+            ts_vz_add(&z, v2);
+            ts_vz_add(&z, v3);
         }
         ts_vfloat fq = (q0 + q1) + (q2 + q3);
         ts_vfloat4 hs[V / 4], hq[V / 4];
@@ -165,7 +179,7 @@ static inline bool block_fast(const float *x, int64_t n, float c, block_sums *b)
     }
     double ss = 0, qq = 0;
     float lo = x[0], hi = x[0];
-    int64_t zz = 0;
+    int64_t zz = ts_vz_total(z);
     for (int h = 0; h < V / 4; h++)
         for (int j = 0; j < 4; j++) {
             ss += s[h][j];
@@ -174,7 +188,6 @@ static inline bool block_fast(const float *x, int64_t n, float c, block_sums *b)
     for (int j = 0; j < V; j++) {
         lo = mn[j] < lo ? mn[j] : lo;
         hi = mx[j] > hi ? mx[j] : hi;
-        zz -= z[j]; /* z counts down */
     }
     for (int64_t i = whole; i < n; i++) { /* the ragged end */
         float v = x[i], d = v - c;
@@ -195,54 +208,107 @@ static inline bool block_fast(const float *x, int64_t n, float c, block_sums *b)
     return true;
 }
 
-#define MASKED_LANES 32 /* block_masked's lanes: four AVX vectors of each kind */
-#ifdef FP_FAST_FMAF /* ISO C does not contract a * b + c: ask for the fused op */
-#define MASKED_FMA(a, b, c) fmaf(a, b, c)
-#else
-#define MASKED_FMA(a, b, c) ((a) * (b) + (c))
-#endif
-/* One value of block_masked into lane j: NaN and Inf are counted and
- * leave the sums, min and max alone, by selects rather than branches. */
-#define MASKED_LANE(v, j)                                                                     \
-    do {                                                                                      \
-        uint32_t u_ = ts_float_bits(v), a_ = u_ & 0x7fffffffu;                                   \
-        int fin_ = a_ < 0x7f800000u;                                                          \
-        float d_ = fin_ ? (v) - c : 0.0f;                                                     \
-        fs[j] += d_;                                                                          \
-        fq[j] = MASKED_FMA(d_, d_, fq[j]);                                                       \
-        float lo_ = fin_ ? (v) : INFINITY, hi_ = fin_ ? (v) : -INFINITY;                      \
-        mn[j] = lo_ < mn[j] ? lo_ : mn[j];                                                    \
-        mx[j] = hi_ > mx[j] ? hi_ : mx[j];                                                    \
-        z[j] += (v) == 0.0f;                                                                  \
-        f[j] += fin_;                                                                         \
-        nan[j] += a_ > 0x7f800000u;                                                           \
-        pinf[j] += u_ == 0x7f800000u;                                                         \
-        ninf[j] += u_ == 0xff800000u;                                                         \
+#define MASKED_LANES 32 /* block_masked's lanes: two AVX-512 vectors of each kind, four AVX ones */
+#define MASKED_VECS (MASKED_LANES / TS_STATS_VEC)
+
+/* One vector of block_masked into the lanes of vector k: NaN and Inf (and
+ * the lanes `valid` leaves out: a block's last few values) are counted or
+ * left out and leave the sums, min and max alone, by selects rather than
+ * branches. Each lane's arithmetic is a scalar one's (d = x - c where x is
+ * finite, else 0; its sum and multiply-add square in float; its min and
+ * max), so the lanes come out as one value at a time into each would. */
+#if TS_STATS_VEC == 16
+/* On AVX-512 the same in mask registers: the selects are masked
+ * instructions and the counts popcounts of masks on the integer pipes
+ * (NaN: what is neither finite nor an infinity). `valid` is a mask. */
+typedef __mmask16 masked_valid;
+#define MASKED_ALL ((__mmask16)0xffff)
+#define MASKED_VEC(v, valid, k)                                                                          \
+    do {                                                                                                 \
+        __m512i u_ = _mm512_castps_si512(v), a_ = _mm512_and_si512(u_, abs_bits);                        \
+        __mmask16 fin_ = _mm512_mask_cmplt_epu32_mask(valid, a_, inf_bits);                              \
+        __m512 d_ = _mm512_maskz_sub_ps(fin_, v, cv);                                                    \
+        fs[k] = _mm512_add_ps(fs[k], d_);                                                                \
+        fq[k] = _mm512_fmadd_ps(d_, d_, fq[k]);                                                          \
+        mn[k] = _mm512_mask_min_ps(mn[k], fin_, v, mn[k]);                                               \
+        mx[k] = _mm512_mask_max_ps(mx[k], fin_, v, mx[k]);                                               \
+        zc += __builtin_popcount(_mm512_mask_testn_epi32_mask(valid, u_, abs_bits));                     \
+        fc += __builtin_popcount(fin_);                                                                  \
+        pc += __builtin_popcount(_mm512_mask_cmpeq_epi32_mask(valid, u_, inf_bits));                     \
+        nc += __builtin_popcount(_mm512_mask_cmpeq_epi32_mask(valid, u_, ninf_bits));                    \
+        vc += __builtin_popcount(valid);                                                                 \
     } while (0)
+#else
+typedef ts_vint masked_valid;
+#define MASKED_ALL ((ts_vint){0} - 1)
+#define MASKED_VEC(v, valid, k)                                                                          \
+    do {                                                                                                 \
+        ts_vuint u_ = (ts_vuint)(v), a_ = u_ & 0x7fffffffu;                                              \
+        ts_vint fin_ = (a_ < 0x7f800000u) & (valid);                                                     \
+        ts_vfloat d_ = (ts_vfloat)((ts_vint)((v) - cv) & fin_);                                          \
+        fs[k] += d_;                                                                                     \
+        fq[k] = TS_VFMA(d_, d_, fq[k]);                                                                  \
+        mn[k] = TS_VMIN((ts_vfloat)(((ts_vint)(v) & fin_) | ((ts_vint)pinf_v & ~fin_)), mn[k]);          \
+        mx[k] = TS_VMAX((ts_vfloat)(((ts_vint)(v) & fin_) | ((ts_vint)ninf_v & ~fin_)), mx[k]);          \
+        z[k] += ts_vzero(v) & (valid);                                                                   \
+        f[k] += fin_;                                                                                    \
+        nan[k] += (a_ > 0x7f800000u) & (valid);                                                          \
+        pinf[k] += (u_ == 0x7f800000u) & (valid);                                                        \
+        ninf[k] += (u_ == 0xff800000u) & (valid);                                                        \
+    } while (0)
+#endif
 
 /* block_fast for a block holding NaN or Inf (a causal mask's -inf fills
- * half of a masked attention score): the same lanes and runs, each value
- * classified by its bits. False when a finite d^2 overflows a float (the
- * double pass takes it). */
+ * half of a masked attention score): MASKED_LANES lanes and runs of
+ * TS_STATS_RUN rows, each value classified by its bits, in vectors (one
+ * value at a time through these lanes took 5x as long: 160 us for a GPT
+ * layer's 524,288 masked scores). False when a finite d^2 overflows a
+ * float (the double pass takes it). */
 static bool block_masked(const float *x, int64_t n, float c, block_sums *b) {
+    enum { V = TS_STATS_VEC, NV = MASKED_VECS };
     double s[MASKED_LANES] = {0}, q[MASKED_LANES] = {0};
-    float mn[MASKED_LANES], mx[MASKED_LANES];
-    int32_t z[MASKED_LANES] = {0}, f[MASKED_LANES] = {0}, nan[MASKED_LANES] = {0}, pinf[MASKED_LANES] = {0},
-            ninf[MASKED_LANES] = {0};
-    for (int j = 0; j < MASKED_LANES; j++) mn[j] = INFINITY, mx[j] = -INFINITY;
+    const ts_vfloat cv = c - (ts_vfloat){0}, pinf_v = (ts_vfloat){0} + INFINITY, ninf_v = -pinf_v;
+    ts_vfloat mn[NV], mx[NV];
+    for (int k = 0; k < NV; k++) mn[k] = pinf_v, mx[k] = ninf_v;
+#if TS_STATS_VEC == 16
+    const __m512i abs_bits = _mm512_set1_epi32(0x7fffffff), inf_bits = _mm512_set1_epi32(0x7f800000),
+                  ninf_bits = _mm512_set1_epi32((int)0xff800000u);
+    int64_t zc = 0, fc = 0, pc = 0, nc = 0, vc = 0; /* zeros, finite, +Inf, -Inf, values */
+#else
+    ts_vint z[NV], f[NV], nan[NV], pinf[NV], ninf[NV]; /* counted down: true is -1 */
+    for (int k = 0; k < NV; k++) z[k] = f[k] = nan[k] = pinf[k] = ninf[k] = (ts_vint){0};
+#endif
     int64_t rows = n / MASKED_LANES;
     for (int64_t r = 0;; r += TS_STATS_RUN) {
-        float fs[MASKED_LANES] = {0}, fq[MASKED_LANES] = {0};
+        ts_vfloat fs[NV], fq[NV];
+        for (int k = 0; k < NV; k++) fs[k] = fq[k] = (ts_vfloat){0};
         int64_t end = r + TS_STATS_RUN < rows ? r + TS_STATS_RUN : rows;
         bool last = end == rows;
         for (int64_t i = r * MASKED_LANES; i < end * MASKED_LANES; i += MASKED_LANES)
-            for (int j = 0; j < MASKED_LANES; j++) MASKED_LANE(x[i + j], j);
-        if (last)
-            for (int64_t i = rows * MASKED_LANES; i < n; i++) MASKED_LANE(x[i], (int)(i - rows * MASKED_LANES));
-        for (int j = 0; j < MASKED_LANES; j++) {
-            s[j] += (double)fs[j];
-            q[j] += (double)fq[j];
-        }
+            for (int k = 0; k < NV; k++) {
+                ts_vfloat v;
+                memcpy(&v, x + i + k * V, sizeof v);
+                MASKED_VEC(v, MASKED_ALL, k);
+            }
+        if (last) /* the last n % MASKED_LANES values, into the first lanes */
+            for (int k = 0; k < NV; k++) {
+                int64_t at = rows * MASKED_LANES + k * V, have = n - at < V ? n - at : V;
+                if (have <= 0) break;
+                ts_vfloat v = {0};
+                memcpy(&v, x + at, (size_t)have * sizeof(float));
+#if TS_STATS_VEC == 16
+                masked_valid valid = (__mmask16)((1u << have) - 1u);
+#else
+                masked_valid valid;
+                for (int j = 0; j < V; j++) valid[j] = j < have ? -1 : 0;
+#endif
+                MASKED_VEC(v, valid, k);
+            }
+        for (int k = 0; k < NV; k++)
+            for (int j = 0; j < V; j++) {
+                s[k * V + j] += (double)fs[k][j];
+                q[k * V + j] += (double)fq[k][j];
+            }
         if (last) break;
     }
     memset(b, 0, sizeof *b);
@@ -250,43 +316,106 @@ static bool block_masked(const float *x, int64_t n, float c, block_sums *b) {
     for (int j = 0; j < MASKED_LANES; j++) {
         b->s += s[j];
         b->q += q[j];
-        lo = mn[j] < lo ? mn[j] : lo;
-        hi = mx[j] > hi ? mx[j] : hi;
-        b->zeros += z[j];
-        b->n += f[j];
-        b->nans += nan[j];
-        b->pos_infs += pinf[j];
-        b->neg_infs += ninf[j];
     }
+    for (int k = 0; k < NV; k++)
+        for (int j = 0; j < V; j++) {
+            lo = mn[k][j] < lo ? mn[k][j] : lo;
+            hi = mx[k][j] > hi ? mx[k][j] : hi;
+        }
+#if TS_STATS_VEC == 16
+    b->zeros = zc, b->n = fc, b->pos_infs = pc, b->neg_infs = nc, b->nans = vc - fc - pc - nc;
+#else
+    for (int k = 0; k < NV; k++)
+        for (int j = 0; j < V; j++) {
+            b->zeros -= z[k][j];
+            b->n -= f[k][j];
+            b->nans -= nan[k][j];
+            b->pos_infs -= pinf[k][j];
+            b->neg_infs -= ninf[k][j];
+        }
+#endif
     b->min = lo;
     b->max = hi;
     return isfinite(b->s) && isfinite(b->q);
 }
-#undef MASKED_LANE
+#undef MASKED_VEC
+#undef MASKED_ALL
+#undef MASKED_VECS
 #undef MASKED_LANES
-#undef MASKED_FMA
 
-/* The scalar pass: any length, classifies every value. */
-static void block_slow(const float *x, int64_t n, double c, block_sums *b) {
-    memset(b, 0, sizeof *b);
-    b->min = INFINITY;
-    b->max = -INFINITY;
-    for (int64_t i = 0; i < n; i++) {
-        uint32_t u = ts_float_bits(x[i]);
-        if ((u & 0x7f800000u) == 0x7f800000u) {
-            if (u & 0x007fffffu) b->nans++;
-            else if (u >> 31) b->neg_infs++;
-            else b->pos_infs++;
-            continue;
+/* The pass for a block whose squares overflow a float (a finite -1e30
+ * filling a masked score beside values near 1): each value classified by
+ * its bits as block_masked does, d = x - c and d^2 summed in double lanes
+ * (a non-finite x taken as c: it adds 0). Any length; never fails. One
+ * value at a time in double, as this pass was, took 5x as long: the
+ * additions' chain. */
+static void block_wide(const float *x, int64_t n, float c, block_sums *b) {
+    enum { V = TS_STATS_VEC, H = TS_STATS_VEC / 4 };
+    ts_vdouble4 s[H], q[H];
+#if TS_STATS_VEC != 16
+    const ts_vdouble4 cd = (double)c - (ts_vdouble4){0};
+#endif
+    const ts_vfloat cv = c - (ts_vfloat){0}, pinf_v = (ts_vfloat){0} + INFINITY, ninf_v = -pinf_v;
+    ts_vfloat mn = pinf_v, mx = ninf_v;
+    ts_vint z = {0}, f = {0}, nan = {0}, pinf = {0}, ninf = {0}; /* counted down: true is -1 (n fits: a block) */
+    for (int h = 0; h < H; h++) s[h] = q[h] = (ts_vdouble4){0};
+#if TS_STATS_VEC == 16
+    const __m512d cd8 = _mm512_set1_pd((double)c);
+    __m512d s0 = _mm512_setzero_pd(), s1 = s0, q0 = s0, q1 = s0;
+#endif
+    for (int64_t i = 0; i < n; i += V) {
+        ts_vfloat v = {0};
+        ts_vint valid = (ts_vint){0} - 1;
+        if (n - i >= V) {
+            memcpy(&v, x + i, sizeof v);
+        } else { /* the last few values */
+            memcpy(&v, x + i, (size_t)(n - i) * sizeof(float));
+            for (int j = 0; j < V; j++) valid[j] = j < n - i ? -1 : 0;
         }
-        double v = (double)x[i], d = v - c;
-        b->n++;
-        b->zeros += v == 0.0;
-        b->s += d;
-        b->q += d * d;
-        if (v < b->min) b->min = v;
-        if (v > b->max) b->max = v;
+        ts_vuint u = (ts_vuint)v, a = u & 0x7fffffffu;
+        ts_vint fin = (a < 0x7f800000u) & valid;
+        ts_vfloat vc = (ts_vfloat)(((ts_vint)v & fin) | ((ts_vint)cv & ~fin));
+#if TS_STATS_VEC == 16 /* two vectors of 8 doubles, in registers */
+        __m512d d0 = _mm512_sub_pd(_mm512_cvtps_pd(_mm512_castps512_ps256((__m512)vc)), cd8);
+        __m512d d1 = _mm512_sub_pd(_mm512_cvtps_pd(_mm512_extractf32x8_ps((__m512)vc, 1)), cd8);
+        s0 = _mm512_add_pd(s0, d0), s1 = _mm512_add_pd(s1, d1);
+        q0 = _mm512_fmadd_pd(d0, d0, q0), q1 = _mm512_fmadd_pd(d1, d1, q1);
+#else
+        ts_vfloat4 part[H];
+        memcpy(part, &vc, sizeof part);
+        for (int h = 0; h < H; h++) {
+            ts_vdouble4 d = __builtin_convertvector(part[h], ts_vdouble4) - cd;
+            s[h] += d;
+            q[h] += d * d;
+        }
+#endif
+        mn = TS_VMIN((ts_vfloat)(((ts_vint)v & fin) | ((ts_vint)pinf_v & ~fin)), mn);
+        mx = TS_VMAX((ts_vfloat)(((ts_vint)v & fin) | ((ts_vint)ninf_v & ~fin)), mx);
+        z += ts_vzero(v) & valid;
+        f += fin;
+        nan += (a > 0x7f800000u) & valid;
+        pinf += (u == 0x7f800000u) & valid;
+        ninf += (u == 0xff800000u) & valid;
     }
+#if TS_STATS_VEC == 16
+    memcpy(s, &s0, sizeof s0), memcpy(&s[2], &s1, sizeof s1);
+    memcpy(q, &q0, sizeof q0), memcpy(&q[2], &q1, sizeof q1);
+#endif
+    memset(b, 0, sizeof *b);
+    for (int h = 0; h < H; h++)
+        for (int j = 0; j < 4; j++) b->s += s[h][j], b->q += q[h][j];
+    float lo = INFINITY, hi = -INFINITY;
+    for (int j = 0; j < V; j++) {
+        lo = mn[j] < lo ? mn[j] : lo;
+        hi = mx[j] > hi ? mx[j] : hi;
+        b->zeros -= z[j];
+        b->n -= f[j];
+        b->nans -= nan[j];
+        b->pos_infs -= pinf[j];
+        b->neg_infs -= ninf[j];
+    }
+    b->min = lo;
+    b->max = hi;
 }
 
 /* Chan et al.'s parallel update of (n, mean, m2) with another set. */
@@ -334,11 +463,13 @@ static void stats_block(ts_stats_partial *p, const float *x, int64_t n) {
     float c = ts_stats_shift(p, x, n);
     block_sums b;
     /* a tensor with NaN or Inf in one block (a masked score) usually has
-     * them in the next: no fast pass that would fail */
+     * them in the next, and one whose squares overflow a float (a masked
+     * score's -1e30) too: no pass that would fail */
     bool done = !p->masked && block_fast_shifted(x, n, c, &b);
     if (!done) {
-        if (!block_masked(x, n, c, &b)) block_slow(x, n, c, &b);
-        p->masked = b.nans + b.pos_infs + b.neg_infs > 0;
+        bool wide = p->masked == TS_STATS_WIDE || !block_masked(x, n, c, &b);
+        if (wide) block_wide(x, n, c, &b);
+        p->masked = wide ? TS_STATS_WIDE : b.nans + b.pos_infs + b.neg_infs > 0;
     }
     add_block(p, &b, c);
 }
@@ -407,11 +538,10 @@ static void stream_sum(ts_stats_stream *s, int64_t n, int64_t zeros, double sum,
 
 /* The kept runs' extremes and zeros, over the lanes. */
 static void vacc_extremes(const ts_vacc *a, float *lo, float *hi, int64_t *zeros) {
-    *lo = a->mn[0], *hi = a->mx[0], *zeros = 0;
+    *lo = a->mn[0], *hi = a->mx[0], *zeros = ts_vz_total(a->z);
     for (int j = 0; j < TS_STATS_VEC; j++) {
         *lo = a->mn[j] < *lo ? a->mn[j] : *lo;
         *hi = a->mx[j] > *hi ? a->mx[j] : *hi;
-        *zeros -= a->z[j]; /* counted down */
     }
 }
 

@@ -41,9 +41,11 @@
  * DBL_MAX. The public TS_TB_BINS must equal it. */
 #define TS_TB_EDGES (2 * TS_TB_SIDE + 3)
 
+#define TS_STATS_WIDE 2
 typedef struct ts_stats_partial {
     int what;
-    int masked;           /* the last block held NaN or Inf: the next one starts with the classifying pass */
+    int masked;           /* 1: the last block held NaN or Inf, the next one starts with the classifying pass;
+                           * TS_STATS_WIDE: its squares overflowed a float, the next ones take the double pass */
     int64_t count, zeros, nans, pos_infs, neg_infs;
     int64_t finite;       /* finite values seen: the moments' n */
     double mean, m2;      /* running mean and sum of squared deviations */

@@ -50,6 +50,24 @@ static inline ts_vfloat vselect(ts_vint m, ts_vfloat a, ts_vfloat b) { return (t
 #ifndef TS_VFMA
 #define TS_VFMA(a, b, c) ((a) * (b) + (c))
 #endif
+/* a + b on vectors, rounded once as the addition is (a * 1 is exact: the
+ * same bits), issued as a multiply-add where the target has one: AMD Zen's
+ * additions, min and max share two pipes and its multiply-adds two others,
+ * so a summary's additions can be split between them. */
+#if TS_STATS_VEC == 16 || defined(__FMA__)
+#define TS_VADD_FMA(a, b) ((ts_vfloat)TS_VFMA(a, (ts_vfloat){0} + 1.0f, b))
+#else
+#define TS_VADD_FMA(a, b) ((a) + (b))
+#endif
+/* v held in a register from here on: the compiler may not read it from
+ * memory again for each instruction that uses it (GCC folds a vector it
+ * loaded into each use as a memory operand, four loads a vector where the
+ * target issues one 512-bit load a cycle). */
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#define TS_VKEEP(v) __asm__("" : "+v"(v))
+#else
+#define TS_VKEEP(v) ((void)0)
+#endif
 /* correctly rounded square root of each lane, as sqrtf */
 #if TS_STATS_VEC == 16
 #define TS_VSQRT(a) _mm512_sqrt_ps(a)
@@ -72,9 +90,31 @@ static inline ts_vint ts_vzero(ts_vfloat v) {
     return u + u == 0;
 }
 
+/* A count of the zeros (+0 and -0) among vectors' lanes. On AVX-512 a
+ * scalar: one test of each vector into a mask register, counted by a
+ * popcount on the integer pipes, where a count in vector lanes (ts_vzero
+ * and an add) took four vector instructions a vector -- close to half
+ * of a stats pass's vector work (the MLP's activations at batch 32, and
+ * the optimizer step's summaries). Else vector lanes counting down. */
+#if TS_STATS_VEC == 16
+typedef int64_t ts_vzcount;
+static inline void ts_vz_add(ts_vzcount *z, ts_vfloat v) {
+    *z += __builtin_popcount(_mm512_testn_epi32_mask((__m512i)v, _mm512_set1_epi32(0x7fffffff)));
+}
+static inline int64_t ts_vz_total(ts_vzcount z) { return z; }
+#else
+typedef ts_vint ts_vzcount;
+static inline void ts_vz_add(ts_vzcount *z, ts_vfloat v) { *z += ts_vzero(v); }
+static inline int64_t ts_vz_total(ts_vzcount z) {
+    int64_t t = 0;
+    for (int j = 0; j < TS_STATS_VEC; j++) t -= z[j]; /* true is -1 */
+    return t;
+}
+#endif
+
 /* One tensor's sums, lane by lane, while a kernel computes it: d = x - c
  * and d^2 summed in float over a run of at most TS_VACC_RUN vectors, then
- * in double; min and max of x; the zeros (counted down: true is -1).
+ * in double; min and max of x; the zeros (ts_vzcount).
  * Vectors come two at a time where they can (ts_vacc_add2: a lane's float
  * chain is then 32 long, the error of block_fast's runs; ts_vacc_add2_fma:
  * its squares' chain 64 multiply-adds, each rounded once; a run any longer
@@ -84,14 +124,14 @@ static inline ts_vint ts_vzero(ts_vfloat v) {
  * from memory with ts_stats_partial_add. */
 typedef struct ts_vacc {
     ts_vfloat s, q, mn, mx;
-    ts_vint z;
+    ts_vzcount z;
     ts_vdouble4 ds[TS_STATS_VEC / 4], dq[TS_STATS_VEC / 4];
     int64_t n; /* values in the runs kept */
 } ts_vacc;
 /* The extremes and zeros before a run, to drop it. */
 typedef struct ts_vacc_mark {
     ts_vfloat mn, mx;
-    ts_vint z;
+    ts_vzcount z;
 } ts_vacc_mark;
 #define TS_VACC_RUN 64
 
@@ -107,23 +147,27 @@ static inline ts_vacc_mark ts_vacc_run_begin(ts_vacc *a) {
 }
 
 static inline void ts_vacc_add(ts_vacc *a, ts_vfloat v, ts_vfloat c) {
+    TS_VKEEP(v);
     ts_vfloat d = v - c;
     a->s += d;
     a->q = TS_VFMA(d, d, a->q);
     a->mn = TS_VMIN(v, a->mn);
     a->mx = TS_VMAX(v, a->mx);
-    a->z += v == 0.0f;
+    ts_vz_add(&a->z, v);
 }
 
 /* Two vectors at once: their sums and squares are added to each other
  * first (a tree), so a lane's float run is half as long a chain. */
 static inline void ts_vacc_add2(ts_vacc *a, ts_vfloat v0, ts_vfloat v1, ts_vfloat c) {
+    TS_VKEEP(v0);
+    TS_VKEEP(v1);
     ts_vfloat d0 = v0 - c, d1 = v1 - c;
     a->s += d0 + d1;
     a->q += TS_VFMA(d1, d1, d0 * d0);
     a->mn = TS_VMIN(TS_VMIN(v0, v1), a->mn);
     a->mx = TS_VMAX(TS_VMAX(v0, v1), a->mx);
-    a->z += (v0 == 0.0f) + (v1 == 0.0f);
+    ts_vz_add(&a->z, v0);
+    ts_vz_add(&a->z, v1);
 }
 
 /* The same with the squares going straight into q by two multiply-adds,
@@ -134,12 +178,15 @@ static inline void ts_vacc_add2(ts_vacc *a, ts_vfloat v0, ts_vfloat v1, ts_vfloa
  * products a lane, each rounded once. SGD with momentum keeps the tree:
  * its loop, one state array more, was 16% slower this way. */
 static inline void ts_vacc_add2_fma(ts_vacc *a, ts_vfloat v0, ts_vfloat v1, ts_vfloat c) {
+    TS_VKEEP(v0);
+    TS_VKEEP(v1);
     ts_vfloat d0 = v0 - c, d1 = v1 - c;
-    a->s += d0 + d1;
+    a->s = TS_VADD_FMA(d0 + d1, a->s);
     a->q = TS_VFMA(d1, d1, TS_VFMA(d0, d0, a->q));
     a->mn = TS_VMIN(TS_VMIN(v0, v1), a->mn);
     a->mx = TS_VMAX(TS_VMAX(v0, v1), a->mx);
-    a->z += (v0 == 0.0f) + (v1 == 0.0f);
+    ts_vz_add(&a->z, v0);
+    ts_vz_add(&a->z, v1);
 }
 
 /* Whether a run's float sums s and q are finite in every lane (no NaN or

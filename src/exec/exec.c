@@ -460,47 +460,31 @@ static ts_status update_param(ts_run *run, int s, int64_t d, int A) {
     return update_end(run, s, d);
 }
 
-/* Parameters whose update nothing watches (no summary in the step, no
- * stability sums) on the host: their updates are one job over the pool,
- * each thread a run of their values, where one at a time left the small
- * ones on one thread and gave each large one a hand-off of its own. Each
- * value's update is the same arithmetic either way (the optimizers are
- * elementwise): the same bits. */
-#define UPDATE_BATCH 64
-
+/* Parameters whose update takes no summary but those the update fuses
+ * (ts_observe_step_batchable: a gradient, Accum___ and UpdatedVar___ with
+ * plain stats) and no stability sums, on the host: their updates are one
+ * job over the pool (ts_observe_steps), each thread a run of their
+ * values, where one at a time left the small ones on one thread and gave
+ * each large one a hand-off of its own. Each value's update is the same
+ * arithmetic either way (the optimizers are elementwise): the same bits. */
 typedef struct update_batch {
-    update_job u[UPDATE_BATCH];
-    int state[UPDATE_BATCH];
-    int64_t start[UPDATE_BATCH + 1]; /* each one's first value in the batch's numbering */
-    int n;
+    update_job u[TS_STEP_BATCH];
+    int state[TS_STEP_BATCH];
+    ts_step_batch steps; /* the updates of u, and what the observers summarise in them */
 } update_batch;
 
-static bool update_plain(const ts_run *run, int s) {
-    const ts_prog *p = run->prog;
-    int node = run->state[s].node;
-    if (!run->dev.backend->host_addressable || p->stab) return false; /* stability signals: the update sums its squares */
-    for (int e = p->grad_entry[node]; e >= 0 && e < p->n_entries && p->entries[e].node == node; e++)
-        if (p->entries[e].watch_in_step) return false;
-    return true;
-}
-
-static void update_batch_slice(void *ctx, int64_t begin, int64_t end) {
-    update_batch *b = ctx;
-    int k = 0;
-    while (b->start[k + 1] <= begin) k++;
-    for (; k < b->n && b->start[k] < end; k++) {
-        int64_t lo = begin > b->start[k] ? begin - b->start[k] : 0, hi = (end < b->start[k + 1] ? end : b->start[k + 1]) - b->start[k];
-        update_range(&b->u[k], lo, hi);
-    }
+static bool update_batchable(ts_run *run, int s, int64_t d) {
+    if (!run->dev.backend->host_addressable || run->prog->stab) return false; /* stability signals: the update sums its squares */
+    return ts_observe_step_batchable(run, run->state[s].node, d);
 }
 
 /* Runs the batch's updates, then their observers in order. */
 static ts_status update_batch_run(ts_run *run, update_batch *b, int64_t d) {
-    if (!b->n) return TS_OK;
-    ts_pool_for(run->pool, b->start[b->n], UPDATE_CHUNK, update_batch_slice, b);
+    if (!b->steps.n) return TS_OK;
+    ts_observe_steps(run, &b->steps);
     ts_status st = TS_OK;
-    for (int k = 0; k < b->n && !st; k++) st = update_end(run, b->state[k], d);
-    b->n = 0;
+    for (int k = 0; k < b->steps.n && !st; k++) st = update_end(run, b->state[k], d);
+    b->steps.n = 0;
     return st;
 }
 
@@ -557,8 +541,7 @@ static ts_status accumulate_and_step(ts_run *run, int a, int64_t d) {
     bool split = !run->dev.backend->host_addressable;
     int cleared = 0;
     update_batch batch;
-    batch.n = 0;
-    batch.start[0] = 0;
+    batch.steps.n = 0;
     for (int s = 0; s < run->n_state; s++) {
         if (!updated_here(run, s)) continue;
         int acc = ts_prog_entry_of(p, run->state[s].node, TS_KIND_ACCUM);
@@ -570,11 +553,13 @@ static ts_status accumulate_and_step(ts_run *run, int a, int64_t d) {
         OBSERVE(run, acc, d);
         if (split) continue;
         cleared += A == 1;
-        if (update_plain(run, s)) { /* into the batch, run when full or when a watched one comes */
-            batch.u[batch.n] = update_begin(run, s, A);
-            batch.state[batch.n] = s;
-            batch.start[batch.n + 1] = batch.start[batch.n] + ae->numel;
-            if (++batch.n == UPDATE_BATCH) {
+        if (update_batchable(run, s, d)) { /* into the batch, run when full or when one that cannot join comes */
+            int k = batch.steps.n;
+            batch.u[k] = update_begin(run, s, A);
+            batch.state[k] = s;
+            ts_step_update su = {update_range, update_summarised, &batch.u[k], batch.u[k].grad, batch.u[k].param, NULL};
+            ts_observe_step_add(run, &batch.steps, run->state[s].node, d, &su, ae->numel);
+            if (batch.steps.n == TS_STEP_BATCH) {
                 ts_status st = update_batch_run(run, &batch, d);
                 if (st) return st;
             }

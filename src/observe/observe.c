@@ -121,9 +121,8 @@ static void walk_slots(void *ctx, int64_t s0, int64_t s1) {
 
 /* The step can summarise as it updates when what is watched is the
  * gradient it reads and the parameter it writes, with plain stats. */
-static bool step_fusable(const walk_job *j) {
+static bool entries_fusable(const walk_job *j) {
     const ts_step_update *u = j->step;
-    if (!u->summarised) return false;
     for (int k = 0; k < j->n; k++) {
         const ts_entry *e = j->entries[k];
         bool read = k < j->n_read;
@@ -132,6 +131,8 @@ static bool step_fusable(const walk_job *j) {
     }
     return true;
 }
+
+static bool step_fusable(const walk_job *j) { return j->step->summarised && entries_fusable(j); }
 
 /* Runs the walk and publishes each entry's summary as this run's result. */
 static void walk(ts_run *run, walk_job *j) {
@@ -194,25 +195,32 @@ static bool reuse_same_summary(ts_run *run, const ts_entry *e) {
     return true;
 }
 
-void ts_observe_step(ts_run *run, int node, int64_t d, const ts_step_update *u, int64_t n) {
-    ts_prog *p = run->prog;
-    walk_job j = {.p = p, .numel = n, .step = u};
+/* The entries of node's step d summarised in it (watched there, due now)
+ * into j: those the update reads first, then those it writes; an entry
+ * holding another's memory with the same `what` shares its summary. */
+static void step_entries(const ts_run *run, int node, int64_t d, walk_job *j) {
+    const ts_prog *p = run->prog;
     int A = run->opts.grad_accum;
-    /* read entries first, then written ones */
     for (int pass = 0; pass < 2; pass++) {
         for (int e = p->grad_entry[node]; e >= 0 && e < p->n_entries && p->entries[e].node == node; e++) {
             const ts_entry *en = &p->entries[e];
             bool read = en->kind == TS_KIND_GRAD || en->kind == TS_KIND_ACCUM;
             if (!en->watch_in_step || read != (pass == 0)) continue;
             if (!watch_due(run, en, en->per_step ? d : d * A + A - 1)) continue;
-            int k = j.n++;
-            j.entries[k] = en;
-            j.part[k] = k;
+            int k = j->n++;
+            j->entries[k] = en;
+            j->part[k] = k;
             for (int q = 0; q < k; q++) /* Accum___ is the gradient's buffer without accumulation */
-                if (j.entries[q]->data == en->data && p->watch_what[j.entries[q]->watch] == p->watch_what[en->watch]) j.part[k] = q;
+                if (j->entries[q]->data == en->data && p->watch_what[j->entries[q]->watch] == p->watch_what[en->watch]) j->part[k] = q;
         }
-        if (pass == 0) j.n_read = j.n;
+        if (pass == 0) j->n_read = j->n;
     }
+}
+
+void ts_observe_step(ts_run *run, int node, int64_t d, const ts_step_update *u, int64_t n) {
+    ts_prog *p = run->prog;
+    walk_job j = {.p = p, .numel = n, .step = u};
+    step_entries(run, node, d, &j);
     ts_stab *st = p->stab; /* stability signals: the update sums its squares as it goes */
     bool norms = st && u->norms && st->param_of && st->param_of[node] >= 0 && d == p->samples_step - 1 && run->runs % st->period == 0;
     if (j.n == 0 && !norms) {
@@ -223,6 +231,115 @@ void ts_observe_step(ts_run *run, int node, int64_t d, const ts_step_update *u, 
     j.fused = j.n > 0 && step_fusable(&j); /* with norms: the squares summed in the same pass */
     walk(run, &j);
     if (norms) ts_stab_update_done(run->prog, run->runs, run->steps, node, st->sq[0]);
+}
+
+/* ---- many parameters' steps as one job */
+
+/* The step's entries as a batch takes them: the ones the update reads and
+ * writes, from registers (step_fusable, on the parameter's own buffers). */
+static bool step_batch_entries(ts_run *run, int node, int64_t d, walk_job *j, ts_step_update *u) {
+    ts_prog *p = run->prog;
+    u->grad = p->entries[ts_prog_entry_of(p, node, TS_KIND_ACCUM)].data;
+    u->param = p->entries[p->value_entry[node]].data;
+    *j = (walk_job){.p = p, .step = u};
+    step_entries(run, node, d, j);
+    return j->n == 0 || (run->dev.backend->opt_update_summarised && entries_fusable(j));
+}
+
+bool ts_observe_step_batchable(ts_run *run, int node, int64_t d) {
+    walk_job j;
+    ts_step_update u = {0};
+    return step_batch_entries(run, node, d, &j, &u);
+}
+
+void ts_observe_step_add(ts_run *run, ts_step_batch *b, int node, int64_t d, const ts_step_update *u, int64_t n) {
+    walk_job j;
+    ts_step_update probe = {0};
+    step_batch_entries(run, node, d, &j, &probe);
+    int k = b->n++;
+    if (k == 0) b->start[0] = 0, b->any = false;
+    b->u[k] = *u;
+    b->start[k + 1] = b->start[k] + n;
+    b->n_read[k] = j.n_read;
+    b->n_watched[k] = j.n;
+    for (int q = 0; q < j.n; q++) b->watched[k][q] = j.entries[q];
+    b->any |= j.n > 0;
+}
+
+typedef struct steps_job {
+    ts_prog *p;
+    ts_step_batch *b;
+    int slices;
+} steps_job;
+
+/* Parameter k's values in thread slice s of the batch: [*lo, *hi) of its
+ * own numbering; false where the slice holds none of them. */
+static bool slice_part(const ts_step_batch *b, int slices, int64_t s, int k, int64_t *lo, int64_t *hi) {
+    int64_t N = b->start[b->n], a = N * s / slices, e = N * (s + 1) / slices;
+    *lo = (a > b->start[k] ? a : b->start[k]) - b->start[k];
+    *hi = (e < b->start[k + 1] ? e : b->start[k + 1]) - b->start[k];
+    return *lo < *hi;
+}
+
+static void steps_slice(void *ctx, int64_t s0, int64_t s1) {
+    const steps_job *j = ctx;
+    ts_step_batch *b = j->b;
+    for (int64_t s = s0; s < s1; s++)
+        for (int k = 0; k < b->n; k++) {
+            int64_t lo, hi;
+            if (!slice_part(b, j->slices, s, k, &lo, &hi)) continue;
+            const ts_step_update *u = &b->u[k];
+            if (!b->n_watched[k]) {
+                u->update(u->ctx, lo, hi);
+                continue;
+            }
+            /* as walk_slots' fused pass, into the thread's partials, kept as the parameter's part */
+            ts_stats_partial *gp = b->n_read[k] ? &j->p->parts[s * TS_STEP_WATCHES] : NULL;
+            ts_stats_partial *pp = b->n_watched[k] > b->n_read[k] ? &j->p->parts[s * TS_STEP_WATCHES + 1] : NULL;
+            if (gp) ts_stats_partial_init(gp, TS_WATCH_STATS);
+            if (pp) ts_stats_partial_init(pp, TS_WATCH_STATS);
+            for (int64_t c = lo; c < hi; c += STEP_FLUSH) {
+                ts_stats_stream gs = {0}, ps = {0};
+                u->summarised(u->ctx, c, hi - c < STEP_FLUSH ? hi : c + STEP_FLUSH, &gs, gp, &ps, pp, NULL);
+                if (gp) ts_stats_stream_flush(&gs, gp);
+                if (pp) ts_stats_stream_flush(&ps, pp);
+            }
+            if (gp) ts_stats_to_device(gp, &b->sums[k][s][0], NULL);
+            if (pp) ts_stats_to_device(pp, &b->sums[k][s][1], NULL);
+        }
+}
+
+void ts_observe_steps(ts_run *run, ts_step_batch *b) {
+    ts_prog *p = run->prog;
+    if (!b->n) return;
+    int64_t N = b->start[b->n];
+    int64_t most = b->any ? p->n_slots : ts_pool_threads(run->pool); /* the partials' slots where it summarises */
+    int slices = (int)(N / STEP_CHUNK < most ? N / STEP_CHUNK : most);
+    if (slices < 1) slices = 1;
+    steps_job j = {p, b, slices};
+    ts_pool_for(slices > 1 ? run->pool : NULL, slices, 1, steps_slice, &j);
+    if (!b->any) return;
+    ts_stats_partial *q = &p->parts[0], *r = &p->parts[1];
+    for (int k = 0; k < b->n; k++)
+        for (int side = 0; side < 2; side++) {
+            int from = side ? b->n_read[k] : 0, to = side ? b->n_watched[k] : b->n_read[k];
+            if (from == to) continue;
+            ts_stats_partial_init(q, TS_WATCH_STATS); /* the threads' parts merged in order, as walk's */
+            bool first = true;
+            for (int s = 0; s < slices; s++) {
+                int64_t lo, hi;
+                if (!slice_part(b, slices, s, k, &lo, &hi)) continue;
+                ts_stats_from_device(&b->sums[k][s][side], NULL, TS_WATCH_STATS, first ? q : r);
+                if (!first) ts_stats_merge(q, r);
+                first = false;
+            }
+            for (int e = from; e < to; e++) {
+                int w = b->watched[k][e]->watch;
+                ts_stats_finish(q, &p->summaries[w]);
+                p->watch_results[w].run = run->runs;
+                p->watch_results[w].step = run->steps;
+            }
+        }
 }
 
 /* ---- numeric checks */

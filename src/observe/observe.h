@@ -6,6 +6,7 @@
 
 #include "observe/run.h"
 #include "core/op_chain.h"
+#include "core/stats.h"
 
 /* observe.c: the executor's one hook */
 ts_status ts_observe(ts_run *run, int entry, int64_t sample);
@@ -102,6 +103,36 @@ uint64_t ts_observe_device_fetch_rows(ts_run *run);
  * made; the first failure of a streamed push. */
 ts_status ts_observe_device_outfeeds(ts_run *run);
 void ts_observe_step(ts_run *run, int node, int64_t d, const ts_step_update *u, int64_t n);
+/* The optimizer steps of many parameters on the host as one job over the
+ * pool (the executor's batch): each thread a run of their values, the
+ * summaries the steps take (a gradient, Accum___ and UpdatedVar___ with
+ * plain stats) fused into the updates as ts_observe_step's are, each
+ * parameter's part in a thread's run kept as a few numbers and merged
+ * once the job is done. Nothing per parameter waits for a hand-off of
+ * its own, and small parameters share the threads. */
+#define TS_STEP_BATCH 64
+typedef struct ts_step_batch {
+    int n;                                   /* parameters in the batch */
+    ts_step_update u[TS_STEP_BATCH];
+    int64_t start[TS_STEP_BATCH + 1];        /* each one's first value in the batch's numbering */
+    /* each one's watched entries due this step: [0, n_read) the gradient's
+     * (its summary), [n_read, n_watched) the parameter's */
+    const ts_entry *watched[TS_STEP_BATCH][TS_STEP_WATCHES];
+    int n_read[TS_STEP_BATCH], n_watched[TS_STEP_BATCH];
+    bool any;                                /* some parameter is summarised */
+    /* per parameter, thread and side (gradient, parameter): its part's sums */
+    ts_device_stats sums[TS_STEP_BATCH][TS_MAX_SLOTS][2];
+} ts_step_batch;
+/* Whether parameter node's step d can join a batch: it takes no summary
+ * other than those the update fuses (no optimizer state, histogram or
+ * range watched in it). */
+bool ts_observe_step_batchable(ts_run *run, int node, int64_t d);
+/* Adds node's step (batchable) of n values to b (not full). */
+void ts_observe_step_add(ts_run *run, ts_step_batch *b, int node, int64_t d, const ts_step_update *u, int64_t n);
+/* Runs b's updates and publishes their summaries as this run's results;
+ * b keeps its members (the caller observes what they wrote, then sets n
+ * to 0). */
+void ts_observe_steps(ts_run *run, ts_step_batch *b);
 /* A print op's line: node's value (its forward) or its gradient (its
  * backward) at micro-batch sample, logged now, or on a device in a
  * recorded run captured there and logged after the run in the order the
