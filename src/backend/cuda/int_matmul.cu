@@ -6,7 +6,10 @@
 
 #include "backend/cuda/adapters.h"
 #include "backend/int_matmul.h"
+
+extern "C" {
 #include "graph/ops.h"
+}
 
 __device__ inline uint64_t imm_cell(const void *p, bool i64, int64_t i) {
     return i64 ? (uint64_t)((const int64_t *)p)[i] : (uint64_t)(int64_t)((const int32_t *)p)[i];
