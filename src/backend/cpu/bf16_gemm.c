@@ -138,15 +138,15 @@ bool ts_cpu_bf16_gemm(struct ts_pool *p, bool tb, int64_t M, int64_t N, int64_t 
 }
 
 unsigned ts_cpu_bf16_gemm_backward(struct ts_pool *p, bool tb, int64_t M, int64_t N, int64_t K, const uint16_t *A, const uint16_t *B,
-                                   const float *dC, float *dA, float *dB) {
+                                   const float *dC, float *dA, float beta_a, float *dB, float beta_b) {
     if (ts_cpu_bf16_route() != TS_BF16_ROUTE_AVX512BF16) return 0;
     /* each operand as (row of the product, summed index) */
     ts_bf16_mat dc_rows = {dC, true, N, 1}, dc_cols = {dC, true, 1, N}, a_cols = {A, false, 1, K};
     ts_bf16_mat b_rows = tb ? (ts_bf16_mat){B, false, 1, K} : (ts_bf16_mat){B, false, N, 1};
     unsigned done = 0;
-    if (dA && ts_bf16k_gemm(p, M, K, N, dc_rows, b_rows, 1.0f, dA, K, NULL, NULL) == TS_OK) done |= 1u;
-    if (dB && (tb ? ts_bf16k_gemm(p, N, K, M, dc_cols, a_cols, 1.0f, dB, K, NULL, NULL)
-                  : ts_bf16k_gemm(p, K, N, M, a_cols, dc_cols, 1.0f, dB, N, NULL, NULL)) == TS_OK)
+    if (dA && ts_bf16k_gemm(p, M, K, N, dc_rows, b_rows, beta_a, dA, K, NULL, NULL) == TS_OK) done |= 1u;
+    if (dB && (tb ? ts_bf16k_gemm(p, N, K, M, dc_cols, a_cols, beta_b, dB, K, NULL, NULL)
+                  : ts_bf16k_gemm(p, K, N, M, a_cols, dc_cols, beta_b, dB, N, NULL, NULL)) == TS_OK)
         done |= 2u;
     return done;
 }

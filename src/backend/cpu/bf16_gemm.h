@@ -41,14 +41,15 @@ bool ts_cpu_bf16_gemm(struct ts_pool *p, bool tb, int64_t M, int64_t N, int64_t 
                       const float *bias, float *out);
 
 /* the gradients of C = A op(B), A [M,K] and B in bf16 cells (B [N,K]
- * when tb, else [K,N]), dC f32: dA += dC op(B)^T, dB += A^T dC (dC^T A
- * when tb), each where not NULL, through the kernel with dC rounded to
+ * when tb, else [K,N]), dC f32: dA = beta_a dA + dC op(B)^T, dB = beta_b
+ * dB + A^T dC (dC^T A when tb), each where not NULL (beta 1 adds, 0
+ * stores), through the kernel with dC rounded to
  * bf16 for the products (as PyTorch's autocast multiplies a bf16 matmul's
  * gradients). Returns those it added (1 dA, 2 dB): none where the route is
  * not the kernel, and not one that found no memory; the caller widens to
  * f32 for the others. */
 unsigned ts_cpu_bf16_gemm_backward(struct ts_pool *p, bool tb, int64_t M, int64_t N, int64_t K, const uint16_t *A, const uint16_t *B,
-                                   const float *dC, float *dA, float *dB);
+                                   const float *dC, float *dA, float beta_a, float *dB, float beta_b);
 
 /* an operand of the kernel: element (r, k) at data[r * rs + k * cs], bf16
  * cells or f32 ones (rounded to bf16 to nearest even as they are packed) */
