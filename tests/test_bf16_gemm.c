@@ -391,8 +391,9 @@ int main(int argc, char **argv) {
     bool bf16 = ts_cpu_flags_get()->avx512_bf16 && ts_cpu_level() >= TS_CPU_AVX512;
     ts_bf16_route want = bf16 && openblas_has_sbgemm() ? TS_BF16_ROUTE_SBGEMM : bf16 && ts_bf16k_built() ? TS_BF16_ROUTE_AVX512BF16 : TS_BF16_ROUTE_F32;
     static const char *names[] = {"f32", "sbgemm", "avx512bf16"};
-    CHECK(ts_cpu_bf16_route() == want, "by default the bf16 matmuls take %s (this CPU %s avx512_bf16, OpenBLAS %s cblas_sbgemm): \"%s\"",
-          names[want], bf16 ? "has" : "lacks", openblas_has_sbgemm() ? "has" : "has no", ts_cpu_bf16_gemm_route());
+    CHECK(ts_cpu_bf16_route() == want, "by default the bf16 matmuls take %s (this CPU %s avx512_bf16%s, OpenBLAS %s cblas_sbgemm): \"%s\"",
+          names[want], ts_cpu_flags_get()->avx512_bf16 ? "has" : "lacks", ts_cpu_flags_get()->avx512_bf16 && !bf16 ? ", TS_CPU below avx512" : "",
+          openblas_has_sbgemm() ? "has" : "has no", ts_cpu_bf16_gemm_route());
     char line[64];
     snprintf(line, sizeof line, "bf16 products %s", names[want]);
     CHECK(strstr(ts_cpu_features(), line) != NULL, "ts_cpu_features: \"%s\"", ts_cpu_features());

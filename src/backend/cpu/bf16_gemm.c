@@ -79,6 +79,8 @@ static void init(void) {
         strcasecmp(want, "avx512bf16"))
         ts_logf(TS_LOG_WARN, "TS_BF16_GEMM='%s' is not understood (use auto, sbgemm, avx512bf16 or f32); taken as auto", want);
     taken = ts_cpu_bf16_route_pick(sbgemm != NULL, kernel, want, &why);
+    if (!kernel && ts_bf16k_built() && ts_cpu_flags_get()->avx512_bf16 && strstr(why, "no avx512_bf16"))
+        why = " (TS_CPU below avx512)";
     if (want && !strcasecmp(want, "sbgemm") && !sbgemm)
         ts_logf(TS_LOG_WARN, "TS_BF16_GEMM=sbgemm: the OpenBLAS loaded has no cblas_sbgemm (build OpenBLAS with BUILD_BFLOAT16=1); "
                              "bf16 matmuls widen to f32");
