@@ -60,6 +60,16 @@ static inline uint32_t elem(const ts_bf16_mat *m, int64_t r, int64_t k) {
     return ((const uint16_t *)m->data)[at];
 }
 
+/* the 16 words of row r's pairs from k (k contiguous in the row): two
+ * bf16 cells each, or two f32 values rounded */
+static inline __m512i row_words(const ts_bf16_mat *m, int64_t r, int64_t k) {
+    if (!m->f32) return _mm512_loadu_si512((const uint16_t *)m->data + r * m->rs + k);
+    const float *s = (const float *)m->data + r * m->rs + k;
+    const __m512i odd = _mm512_set_epi16(63, 61, 59, 57, 55, 53, 51, 49, 47, 45, 43, 41, 39, 37, 35, 33, 31, 29, 27, 25, 23, 21, 19, 17, 15,
+                                         13, 11, 9, 7, 5, 3, 1); /* the high halves of 32 rounded values */
+    return _mm512_permutex2var_epi16(round_hi(_mm512_loadu_si512(s)), odd, round_hi(_mm512_loadu_si512(s + 16)));
+}
+
 /* rows [r0, r0 + nr) by k [k0, k0 + kc) (kc rounded up to even, the pad
  * zero) into panels of R rows (the last one's missing rows zero), panel q
  * at out + q * stride as [kc/2][R] words: word (p, r) of a panel holds
@@ -90,30 +100,40 @@ static void pack(const ts_bf16_mat *m, int64_t r0, int64_t nr, int R, int64_t k0
                 }
         }
     } else if (m->cs == 1) { /* k contiguous in a row: each row's pairs are words */
-        for (int64_t row = 0; row < panels * R; row++) {
+        /* bf16 cells: 16 pairs of 4 rows a time, transposed in registers,
+         * one 128-bit store of 4 rows' words per pair (f32 values, whose
+         * rounding costs more than the stores, go a row at a time) */
+        int64_t q = 0;
+        if (R % 4 == 0 && !m->f32)
+            for (; q + 16 <= whole; q += 16)
+                for (int64_t row = 0; row < panels * R; row += 4) {
+                    __m512i v[4];
+                    for (int i = 0; i < 4; i++) v[i] = row + i < nr ? row_words(m, r0 + row + i, k0 + 2 * q) : _mm512_setzero_si512();
+                    __m512i t0 = _mm512_unpacklo_epi32(v[0], v[1]), t1 = _mm512_unpackhi_epi32(v[0], v[1]);
+                    __m512i t2 = _mm512_unpacklo_epi32(v[2], v[3]), t3 = _mm512_unpackhi_epi32(v[2], v[3]);
+                    __m512i u[4] = {_mm512_unpacklo_epi64(t0, t2), _mm512_unpackhi_epi64(t0, t2), _mm512_unpacklo_epi64(t1, t3),
+                                    _mm512_unpackhi_epi64(t1, t3)}; /* u[i]'s 128-bit lane L: pair 4L + i of the 4 rows */
+                    uint32_t *o = out + (row / R) * stride + row % R + q * R;
+                    for (int i = 0; i < 4; i++) {
+                        _mm_storeu_si128((__m128i *)(void *)(o + (0 + i) * R), _mm512_extracti32x4_epi32(u[i], 0));
+                        _mm_storeu_si128((__m128i *)(void *)(o + (4 + i) * R), _mm512_extracti32x4_epi32(u[i], 1));
+                        _mm_storeu_si128((__m128i *)(void *)(o + (8 + i) * R), _mm512_extracti32x4_epi32(u[i], 2));
+                        _mm_storeu_si128((__m128i *)(void *)(o + (12 + i) * R), _mm512_extracti32x4_epi32(u[i], 3));
+                    }
+                }
+        for (int64_t row = 0; row < panels * R; row++) { /* the pairs left */
             uint32_t *o = out + (row / R) * stride + row % R;
-            int64_t q = 0;
-            if (row >= nr) {
-                for (; q < whole; q++) o[q * R] = 0;
-            } else if (m->f32) {
-                const float *s = (const float *)m->data + (r0 + row) * m->rs + k0;
-                /* 16 pairs a time: the high halves of 32 rounded values */
-                const __m512i odd = _mm512_set_epi16(63, 61, 59, 57, 55, 53, 51, 49, 47, 45, 43, 41, 39, 37, 35, 33, 31, 29, 27, 25, 23,
-                                                     21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
-                for (; q + 16 <= whole; q += 16) {
-                    __m512i a = round_hi(_mm512_loadu_si512(s + 2 * q)), b = round_hi(_mm512_loadu_si512(s + 2 * q + 16));
+            int64_t e = q;
+            if (row < nr && m->f32)
+                for (; e + 16 <= whole; e += 16) {
                     uint32_t w[16];
-                    _mm512_storeu_si512(w, _mm512_permutex2var_epi16(a, odd, b));
-                    for (int i = 0; i < 16; i++) o[(q + i) * R] = w[i];
+                    _mm512_storeu_si512(w, row_words(m, r0 + row, k0 + 2 * e));
+                    for (int i = 0; i < 16; i++) o[(e + i) * R] = w[i];
                 }
-                for (; q < whole; q++) o[q * R] = round1(s[2 * q]) | round1(s[2 * q + 1]) << 16;
-            } else {
-                const uint16_t *s = (const uint16_t *)m->data + (r0 + row) * m->rs + k0;
-                for (; q < whole; q++) {
-                    uint32_t w;
-                    memcpy(&w, s + 2 * q, sizeof w);
-                    o[q * R] = w;
-                }
+            for (; e < whole; e++) {
+                uint32_t w = 0;
+                if (row < nr) w = elem(m, r0 + row, k0 + 2 * e) | elem(m, r0 + row, k0 + 2 * e + 1) << 16;
+                o[e * R] = w;
             }
         }
         p = whole;
