@@ -1,20 +1,33 @@
 /* test_bf16_gemm.c -- a bf16 model's matmuls through the CPU's bf16 GEMM
  * (backend/cpu/bf16_gemm.h, docs/precision.md):
- * (a) by default the route is sbgemm exactly where the CPU has
- *     avx512_bf16 (and an sbgemm is found), f32 elsewhere, and
- *     ts_cpu_features says which;
- * (b) TS_BF16_GEMM=sbgemm (a second run of this program) routes a bf16
- *     Linear (bias fused, B transposed) and a bf16 MatMul (B as stored)
- *     through cblas_sbgemm, with rows split over the model's threads, and
- *     their outputs are those of a bf16 product with f32 accumulation:
- *     within f32's summation error of the products of the rounded inputs,
- *     summed in double; the training step goes on (the gradients, in f32);
- * (c) TS_BF16_GEMM=f32 keeps every bf16 matmul on the f32 GEMM.
+ * (a) the route: sbgemm where the OpenBLAS loaded has it and the CPU has
+ *     avx512_bf16, tensorscope's own kernel where the CPU has avx512_bf16
+ *     and OpenBLAS no sbgemm (this program's stand-in below is not
+ *     OpenBLAS's: the default leaves it), f32 elsewhere; TS_BF16_GEMM's
+ *     values; ts_cpu_features says which;
+ * (b) the kernel (only where the CPU has avx512_bf16: skipped with a line
+ *     elsewhere): on many shapes (tails of M, N and K, odd K, either
+ *     operand stored transposed, row strides wider than the rows, bf16 or
+ *     f32 operands, beta 0, 1 and 0.5, a bias, 1 to 3 threads) its C is a
+ *     bf16 product with f32 accumulation: within f32's summation error of
+ *     the products of the bf16-rounded operands summed in double; and the
+ *     gradients of a bf16 matmul (dA, dB, both layouts of B) are such
+ *     products with dC rounded to bf16;
+ * (c) by default (the kernel here) a bf16 Linear (bias fused, B
+ *     transposed) and a bf16 MatMul (B as stored) train a step with their
+ *     outputs such products, and the weight's gradient is the product with
+ *     the output gradient rounded to bf16 (the f32 one's rounding differs),
+ *     a second step's the first's (the gradients are stored, the executor
+ *     no longer zeroes them first);
+ * (d) TS_BF16_GEMM=sbgemm (a second run of this program) routes both
+ *     through cblas_sbgemm, with rows split over the model's threads,
+ *     with the same outputs;
+ * (e) TS_BF16_GEMM=f32 keeps every bf16 matmul on the f32 GEMM.
  * The OpenBLAS Debian ships has no cblas_sbgemm: this program then lends
- * its own (exported, found by the library's lookup as an sbgemm-enabled
- * OpenBLAS's would be), which multiplies bf16 numbers exactly in f32 and
- * sums in f32, and counts its calls; with an OpenBLAS that has one, the
- * library takes OpenBLAS's and the checks hold for it. */
+ * its own (exported, found by the library's lookup when TS_BF16_GEMM=sbgemm
+ * asks for one), which multiplies bf16 numbers exactly in f32 and sums in
+ * f32, and counts its calls; with an OpenBLAS that has one, the library
+ * takes OpenBLAS's and the checks hold for it. */
 #define _GNU_SOURCE /* RTLD_NOLOAD */
 #include <cblas.h>
 #include <dlfcn.h>
@@ -29,6 +42,7 @@
 
 #include "backend/cpu/bf16_gemm.h"
 #include "backend/cpu/cpu_features.h"
+#include "backend/pool.h"
 #include "check.h"
 #include "core/half.h"
 #include "tensorscope.h"
@@ -82,7 +96,8 @@ static float round_bf16(float v) {
 
 typedef struct result {
     bool ok;
-    float y[M * N], w[N * K], b[N];
+    float y[M * N], w[N * K], b[N], gw[N * K];
+    bool same_again; /* a second step's weight gradient is the first's, bit for bit */
     float x[M * K];
 } result;
 
@@ -114,12 +129,21 @@ static void run(int op, result *r) {
     ts_options_set_precision(o, TS_BF16);
     ts_options_set_threads(o, 2);
     ts_options_anchor(o, "y", ts_tensor_name(y), TS_OUTPUT_FINAL, 0);
+    ts_options_anchor(o, "gw", op == 0 ? "Gradient___fc.weight" : "Gradient___w", TS_OUTPUT_FINAL, 0);
     ts_model *m = NULL;
-    ts_array in = {.dtype = TS_F32, .ndim = 2, .shape = {M, K}, .data = r->x}, ya;
+    ts_array in = {.dtype = TS_F32, .ndim = 2, .shape = {M, K}, .data = r->x}, ya, ga;
     const char *names[] = {"x"};
     r->ok = !ts_model_training(&m, g, loss, o, ts_sgd(0.01f, 0.0f, 0.0f)) && !ts_model_run(m, names, &in, 1) &&
-            !ts_model_anchored(m, "y", &ya) && ts_array_numel(&ya) == M * N;
-    if (r->ok) memcpy(r->y, ya.data, sizeof r->y);
+            !ts_model_anchored(m, "y", &ya) && ts_array_numel(&ya) == M * N && !ts_model_anchored(m, "gw", &ga) &&
+            ts_array_numel(&ga) == N * K;
+    if (r->ok) {
+        memcpy(r->y, ya.data, sizeof r->y);
+        memcpy(r->gw, ga.data, sizeof r->gw);
+        /* the weight's gradient does not depend on the weight: the second
+         * step's, stored or zeroed and added to, is the first's */
+        r->same_again = !ts_model_run(m, names, &in, 1) && !ts_model_anchored(m, "gw", &ga) && ts_array_numel(&ga) == N * K &&
+                        memcmp(r->gw, ga.data, sizeof r->gw) == 0;
+    }
     else printf("     %s\n", ts_last_error());
     ts_model_free(m);
     ts_options_free(o);
@@ -148,24 +172,203 @@ static bool matches_bf16_product(int op, const result *r, double *worst) {
     return ok;
 }
 
-static int child(const char *mode) {
-    bool forced = strcmp(mode, "sbgemm") == 0;
-    CHECK(ts_cpu_bf16_gemm_on() == forced, "TS_BF16_GEMM=%s: the route is %s (\"%s\")", mode, forced ? "sbgemm" : "f32",
-          ts_cpu_bf16_gemm_route());
+/* the weight's gradient (a mean's: every output's is 1/(M N)) against
+ * the products of the rounded x with the output gradient rounded to bf16
+ * (round_dy) or kept in f32: how many of its cells are that sum rounded to
+ * bf16 (the gradient of a bf16 weight is held on its grid) */
+static int gradient_matches(int op, const result *r, bool round_dy) {
+    float dy = 1.0f / (float)(M * N);
+    if (round_dy) dy = round_bf16(dy);
+    int hits = 0;
+    for (int n = 0; n < N; n++)
+        for (int k = 0; k < K; k++) {
+            double s = 0;
+            for (int i = 0; i < M; i++) s += (double)round_bf16(r->x[i * K + k]) * dy;
+            float got = op == 0 ? r->gw[n * K + k] : r->gw[k * N + n];
+            hits += got == round_bf16((float)s) || got == (float)s;
+        }
+    return hits;
+}
+
+/* ---------------------------------------------------- (b) the kernel */
+
+static float bits_float(uint16_t h) { return widen(h); }
+static uint16_t float_bits(float v) {
+    float r = round_bf16(v);
+    uint32_t u;
+    memcpy(&u, &r, sizeof u);
+    return (uint16_t)(u >> 16);
+}
+
+/* an operand of `rows` x `cols` (as stored) with row stride ld >= cols,
+ * in f32 or bf16 cells; value(r, c) at [r * ld + c], the pad NaN */
+typedef struct operand {
+    float *f;
+    uint16_t *h;
+    bool f32;
+} operand;
+
+static operand make_operand(int64_t rows, int64_t ld, int64_t cols, bool f32, float seed) {
+    operand o = {calloc((size_t)(rows * ld), sizeof(float)), calloc((size_t)(rows * ld), sizeof(uint16_t)), f32};
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < ld; c++) {
+            float v = c < cols ? sinf(seed * (float)(r * 131 + c * 7 + 1)) * (1.0f + (float)((r + c) % 7)) : NAN;
+            o.f[r * ld + c] = v;
+            o.h[r * ld + c] = float_bits(v);
+        }
+    return o;
+}
+
+/* the value the kernel multiplies: bf16 cells as they are, f32 rounded */
+static double used(const operand *o, int64_t at) { return o->f32 ? round_bf16(o->f[at]) : bits_float(o->h[at]); }
+
+static int kernel_fails, kernel_cases;
+
+/* one product C = beta C + op(A) op(B) (+ bias into out) against the
+ * reference; returns whether it held */
+static bool kernel_case(ts_pool *pool, int64_t m, int64_t n, int64_t k, bool ta, bool tb, bool af, bool bf, int64_t pad, float beta,
+                        bool with_bias) {
+    int64_t lda = (ta ? m : k) + pad, ldb = (tb ? k : n) + pad, ldc = n + pad;
+    operand A = make_operand(ta ? k : m, lda, ta ? m : k, af, 0.37f), B = make_operand(tb ? n : k, ldb, tb ? k : n, bf, 0.11f);
+    float *C = malloc(sizeof(float) * (size_t)(m * ldc)), *C0 = malloc(sizeof(float) * (size_t)(m * ldc));
+    float *out = malloc(sizeof(float) * (size_t)(m * ldc)), *bias = malloc(sizeof(float) * (size_t)n);
+    for (int64_t i = 0; i < m * ldc; i++) C[i] = C0[i] = out[i] = i % ldc < n ? 0.25f * (float)(i % 9) - 1.0f : NAN;
+    for (int64_t j = 0; j < n; j++) bias[j] = 0.01f * (float)(j - 20);
+    ts_bf16_mat a = {af ? (const void *)A.f : (const void *)A.h, af, ta ? 1 : lda, ta ? lda : 1};
+    ts_bf16_mat b = {bf ? (const void *)B.f : (const void *)B.h, bf, tb ? ldb : 1, tb ? 1 : ldb};
+    bool ok = ts_bf16k_gemm(pool, m, n, k, a, b, beta, C, ldc, with_bias ? bias : NULL, with_bias ? out : NULL) == TS_OK;
+    for (int64_t i = 0; ok && i < m; i++) {
+        for (int64_t j = 0; ok && j < n; j++) {
+            double sum = beta != 0.0f ? (double)beta * C0[i * ldc + j] : 0.0, mag = fabs(sum);
+            for (int64_t q = 0; q < k; q++) {
+                double pr = used(&A, ta ? q * lda + i : i * lda + q) * used(&B, tb ? j * ldb + q : q * ldb + j);
+                sum += pr, mag += fabs(pr);
+            }
+            float c = C[i * ldc + j];
+            ok = fabs(c - sum) <= (double)(k + 2) * 0x1p-24 * mag && (!with_bias || out[i * ldc + j] == c + bias[j]);
+        }
+        for (int64_t j = n; ok && j < ldc; j++) ok = isnan(C[i * ldc + j]) && isnan(out[i * ldc + j]); /* the pad untouched */
+    }
+    if (!ok)
+        printf("     M %lld N %lld K %lld ta %d tb %d A %s B %s pad %lld beta %g bias %d: off\n", (long long)m, (long long)n, (long long)k, ta,
+               tb, af ? "f32" : "bf16", bf ? "f32" : "bf16", (long long)pad, (double)beta, with_bias);
+    free(A.f), free(A.h), free(B.f), free(B.h), free(C), free(C0), free(out), free(bias);
+    kernel_cases++, kernel_fails += !ok;
+    return ok;
+}
+
+/* the gradients of C = A op(B) through ts_cpu_bf16_gemm_backward against
+ * the products of the rounded dC */
+static bool backward_case(ts_pool *pool, bool tb, int64_t m, int64_t n, int64_t k) {
+    operand A = make_operand(m, k, k, false, 0.37f), B = make_operand(tb ? n : k, tb ? k : n, tb ? k : n, false, 0.11f);
+    operand dC = make_operand(m, n, n, true, 0.23f);
+    float *dA = malloc(sizeof(float) * (size_t)(m * k)), *dB = malloc(sizeof(float) * (size_t)(n * k));
+    for (int64_t i = 0; i < m * k; i++) dA[i] = 0.5f;
+    for (int64_t i = 0; i < n * k; i++) dB[i] = -0.5f;
+    bool ok = ts_cpu_bf16_gemm_backward(pool, tb, m, n, k, A.h, B.h, dC.f, dA, 1.0f, dB, 1.0f) == 3u;
+    for (int64_t i = 0; ok && i < m; i++)
+        for (int64_t q = 0; ok && q < k; q++) { /* dA[i, q] = 0.5 + sum_j dC[i, j] op(B)[q, j] */
+            double s = 0.5, mag = 0.5;
+            for (int64_t j = 0; j < n; j++) {
+                double pr = used(&dC, i * n + j) * used(&B, tb ? j * k + q : q * n + j);
+                s += pr, mag += fabs(pr);
+            }
+            ok = fabs(dA[i * k + q] - s) <= (double)(n + 2) * 0x1p-24 * mag;
+        }
+    for (int64_t j = 0; ok && j < n; j++)
+        for (int64_t q = 0; ok && q < k; q++) { /* dB (as B is stored) = -0.5 + sum_i A[i, q] dC[i, j] */
+            double s = -0.5, mag = 0.5;
+            for (int64_t i = 0; i < m; i++) {
+                double pr = used(&A, i * k + q) * used(&dC, i * n + j);
+                s += pr, mag += fabs(pr);
+            }
+            ok = fabs(dB[tb ? j * k + q : q * n + j] - s) <= (double)(m + 2) * 0x1p-24 * mag;
+        }
+    free(A.f), free(A.h), free(B.f), free(B.h), free(dC.f), free(dC.h), free(dA), free(dB);
+    return ok;
+}
+
+static void test_kernel(void) {
+    if (!ts_bf16k_built() || !ts_cpu_flags_get()->avx512_bf16) {
+        printf("skip the avx512_bf16 kernel's checks: this %s\n", ts_bf16k_built() ? "CPU lacks avx512_bf16" : "build has no kernel");
+        return;
+    }
+    static const int64_t shapes[][3] = {{1, 1, 1},   {12, 32, 2},  {13, 33, 3},    {150, 64, 96}, {7, 100, 513}, {100, 7, 1030},
+                                        {64, 130, 1}, {37, 45, 1100}, {200, 300, 64}, {3, 500, 17},  {30, 700, 300}};
+    static const float betas[] = {0.0f, 1.0f, 0.5f};
+    ts_pool *pools[3] = {NULL, NULL, NULL};
+    for (int t = 0; t < 3; t++) CHECK_OK(ts_pool_new(&pools[t], t + 1), "a pool of %d threads", t + 1);
+    int idx = 0;
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int c = 0; c < 16; c++, idx++) {
+            float beta = betas[idx % 3];
+            kernel_case(pools[idx % 3], shapes[s][0], shapes[s][1], shapes[s][2], c & 1, c >> 1 & 1, c >> 2 & 1, c >> 3 & 1,
+                        (int64_t)((s + (size_t)c) % 3) * 5, beta, beta == 0.0f && idx % 2);
+        }
+    CHECK(kernel_fails == 0, "the avx512_bf16 kernel: %d of %d products (M, N, K tails, odd K, transposes, strides, bf16/f32 operands, "
+                             "beta, bias, 1-3 threads) are bf16 products with f32 accumulation", kernel_cases - kernel_fails, kernel_cases);
+    if (ts_cpu_bf16_route() == TS_BF16_ROUTE_AVX512BF16) {
+        for (int tb = 0; tb < 2; tb++) {
+            CHECK(backward_case(pools[1], tb, 150, 70, 96), "a bf16 matmul's gradients (B %s): dA, dB are the products with dC rounded to bf16",
+                  tb ? "[N,K]" : "[K,N]");
+            CHECK(backward_case(pools[2], tb, 33, 17, 9), "the same on a small product (B %s), 3 threads", tb ? "[N,K]" : "[K,N]");
+        }
+    } else {
+        printf("skip the gradients' checks: the route is %s\n", ts_cpu_bf16_gemm_route());
+    }
+    for (int t = 0; t < 3; t++) ts_pool_free(pools[t]);
+}
+
+static void test_route_pick(void) {
+    const char *why;
+    CHECK(ts_cpu_bf16_route_pick(false, true, NULL, &why) == TS_BF16_ROUTE_AVX512BF16, "no sbgemm, avx512_bf16: the kernel");
+    CHECK(ts_cpu_bf16_route_pick(true, true, NULL, &why) == TS_BF16_ROUTE_SBGEMM, "sbgemm and avx512_bf16: sbgemm");
+    CHECK(ts_cpu_bf16_route_pick(true, false, "auto", &why) == TS_BF16_ROUTE_F32, "no avx512_bf16: f32");
+    CHECK(ts_cpu_bf16_route_pick(true, false, "sbgemm", &why) == TS_BF16_ROUTE_SBGEMM, "TS_BF16_GEMM=sbgemm: sbgemm on any CPU");
+    CHECK(ts_cpu_bf16_route_pick(true, true, "avx512bf16", &why) == TS_BF16_ROUTE_AVX512BF16, "TS_BF16_GEMM=avx512bf16: the kernel");
+    CHECK(ts_cpu_bf16_route_pick(true, false, "avx512bf16", &why) == TS_BF16_ROUTE_F32 && strstr(why, "no avx512_bf16"),
+          "TS_BF16_GEMM=avx512bf16 without the instructions: f32, saying why");
+    CHECK(ts_cpu_bf16_route_pick(true, true, "f32", &why) == TS_BF16_ROUTE_F32, "TS_BF16_GEMM=f32: f32");
+}
+
+static const char *OP[] = {"Linear (bias, B transposed)", "MatMul (B as stored)"};
+
+/* (c)-(e): both ops trained a step on the route taken; `mode` names it */
+static void model_checks(const char *mode) {
     static result r;
-    static const char *OP[] = {"Linear (bias, B transposed)", "MatMul (B as stored)"};
+    bool sb = ts_cpu_bf16_route() == TS_BF16_ROUTE_SBGEMM, own = ts_cpu_bf16_route() == TS_BF16_ROUTE_AVX512BF16;
     for (int op = 0; op < 2; op++) {
         long before = atomic_load(&calls);
         run(op, &r);
-        long used = atomic_load(&calls) - before;
+        long used_calls = atomic_load(&calls) - before;
         double worst = 0;
-        CHECK(r.ok, "TS_BF16_GEMM=%s: a bf16 %s trains a step", mode, OP[op]);
+        CHECK(r.ok, "%s: a bf16 %s trains a step", mode, OP[op]);
         if (!openblas_has_sbgemm())
-            CHECK(forced ? used >= 2 : used == 0, "TS_BF16_GEMM=%s: %s: %ld calls of cblas_sbgemm (%s)", mode, OP[op], used,
-                  forced ? "rows split over 2 threads" : "none");
-        CHECK(r.ok && matches_bf16_product(op, &r, &worst), "TS_BF16_GEMM=%s: %s: a bf16 product with f32 accumulation (worst %.2g of the magnitudes)",
+            CHECK(sb ? used_calls >= 2 : used_calls == 0, "%s: %s: %ld calls of cblas_sbgemm (%s)", mode, OP[op], used_calls,
+                  sb ? "rows split over 2 threads" : "none");
+        CHECK(r.ok && matches_bf16_product(op, &r, &worst), "%s: %s: a bf16 product with f32 accumulation (worst %.2g of the magnitudes)",
               mode, OP[op], worst);
+        CHECK(r.ok && r.same_again, "%s: %s: a second step's weight gradient is the first's (stored, not added to the last step's)", mode,
+              OP[op]);
+        int rounded = gradient_matches(op, &r, true), kept = gradient_matches(op, &r, false);
+        if (own)
+            CHECK(r.ok && rounded >= N * K * 99 / 100 && kept < N * K * 9 / 10,
+                  "%s: %s: the weight's gradient is the product with the output gradient rounded to bf16 (%d of %d cells; %d with it in f32)",
+                  mode, OP[op], rounded, N * K, kept);
+        else
+            CHECK(r.ok && kept >= N * K * 99 / 100 && rounded < N * K * 9 / 10,
+                  "%s: %s: the weight's gradient is the f32 product (%d of %d cells; %d with the output gradient rounded)", mode, OP[op], kept,
+                  N * K, rounded);
     }
+}
+
+static int child(const char *mode) {
+    bool forced = strcmp(mode, "sbgemm") == 0;
+    CHECK(ts_cpu_bf16_route() == (forced ? TS_BF16_ROUTE_SBGEMM : TS_BF16_ROUTE_F32), "TS_BF16_GEMM=%s: the route is %s (\"%s\")", mode,
+          forced ? "sbgemm" : "f32", ts_cpu_bf16_gemm_route());
+    char label[64];
+    snprintf(label, sizeof label, "TS_BF16_GEMM=%s", mode);
+    model_checks(label);
     return check_summary(forced ? "test_bf16_gemm (TS_BF16_GEMM=sbgemm)" : "test_bf16_gemm (TS_BF16_GEMM=f32)");
 }
 
@@ -184,12 +387,18 @@ static void run_child(const char *self, const char *mode) {
 int main(int argc, char **argv) {
     if (argc > 1) return child(argv[1]);
     unsetenv("TS_BF16_GEMM"); /* (a) is the default route */
-    bool bf16 = ts_cpu_flags_get()->avx512_bf16;
-    CHECK(ts_cpu_bf16_gemm_on() == bf16, "by default the bf16 matmuls %s sbgemm (this CPU %s avx512_bf16)", bf16 ? "take" : "do not take",
-          bf16 ? "has" : "lacks");
-    char want[32];
-    snprintf(want, sizeof want, "bf16 products %s", bf16 ? "sbgemm" : "f32");
-    CHECK(strstr(ts_cpu_features(), want) != NULL, "ts_cpu_features: \"%s\"", ts_cpu_features());
+    test_route_pick();
+    bool bf16 = ts_cpu_flags_get()->avx512_bf16 && ts_cpu_level() >= TS_CPU_AVX512;
+    ts_bf16_route want = bf16 && openblas_has_sbgemm() ? TS_BF16_ROUTE_SBGEMM : bf16 && ts_bf16k_built() ? TS_BF16_ROUTE_AVX512BF16 : TS_BF16_ROUTE_F32;
+    static const char *names[] = {"f32", "sbgemm", "avx512bf16"};
+    CHECK(ts_cpu_bf16_route() == want, "by default the bf16 matmuls take %s (this CPU %s avx512_bf16%s, OpenBLAS %s cblas_sbgemm): \"%s\"",
+          names[want], ts_cpu_flags_get()->avx512_bf16 ? "has" : "lacks", ts_cpu_flags_get()->avx512_bf16 && !bf16 ? ", TS_CPU below avx512" : "",
+          openblas_has_sbgemm() ? "has" : "has no", ts_cpu_bf16_gemm_route());
+    char line[64];
+    snprintf(line, sizeof line, "bf16 products %s", names[want]);
+    CHECK(strstr(ts_cpu_features(), line) != NULL, "ts_cpu_features: \"%s\"", ts_cpu_features());
+    test_kernel();
+    model_checks("by default");
     run_child(argv[0], "sbgemm");
     run_child(argv[0], "f32");
     return check_summary("test_bf16_gemm");

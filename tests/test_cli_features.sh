@@ -35,7 +35,7 @@ run info "$BIN" info
 sed -n 1,4p version.out > version4.out
 check "info: exit 0, begins with --version's lines" eval '[ $rc -eq 0 ] && [ "$(head -n 4 info.out)" = "$(cat version4.out)" ]' || show info.out
 check "--version: 'cpu instructions: ...; kernels LEVEL; bf16 products ROUTE'" \
-    has version.out '^cpu instructions: .*kernels (generic|avx2|avx512).*; bf16 products (sbgemm|f32)' || show version.out
+    has version.out '^cpu instructions: .*kernels (generic|avx2|avx512).*; bf16 products (sbgemm|avx512bf16|f32)' || show version.out
 check "info: a line 'cpu: N threads, X GiB memory'" has info.out '^cpu: [1-9][0-9]* threads, [0-9.]+ GiB memory$' || show info.out
 run infogpu "$BIN" info --device cuda
 if ! has_feature cuda; then

@@ -264,16 +264,24 @@ static void test_gemms(void) {
             run_case(op, TS_F32, TS_F32, x, yref, gwref, &nyr, &nwr);
             int exact_y = ny == ny32 && ny > 0, exact_g = nw == nw32 && nw > 0;
             double err = 0, scale = 0;
-            /* a bf16 Linear through the CPU's bf16 GEMM (sbgemm, where the
-             * CPU has avx512_bf16: test_bf16_gemm) sums the same products
-             * in its own order: within f32's rounding of sums of terms up
-             * to 64 times the largest output (a bf16 error is 2^-8) */
-            bool own_order = op == 0 && d == TS_BF16 && strstr(ts_cpu_features(), "bf16 products sbgemm");
-            float big = 0;
+            /* a bf16 Linear through the CPU's bf16 GEMM (sbgemm or the
+             * avx512_bf16 kernel, where the CPU has the instructions:
+             * test_bf16_gemm) sums the same products in its own order:
+             * within f32's rounding of sums of terms up to 64 times the
+             * largest output (a bf16 error is 2^-8); the kernel also
+             * multiplies the weight's gradient with the output's gradient
+             * rounded to bf16 (test_bf16_gemm checks those products):
+             * within two bf16 roundings of the largest f32 gradient */
+            bool own_order = op == 0 && d == TS_BF16 &&
+                             (strstr(ts_cpu_features(), "bf16 products sbgemm") || strstr(ts_cpu_features(), "bf16 products avx512bf16"));
+            bool own_grad = op == 0 && d == TS_BF16 && strstr(ts_cpu_features(), "bf16 products avx512bf16");
+            float big = 0, big_g = 0;
             for (int64_t i = 0; i < ny && i < ny32; i++) big = fmaxf(big, fabsf(y32[i]));
+            for (int64_t i = 0; i < nw && i < nw32; i++) big_g = fmaxf(big_g, fabsf(gw32[i]));
             for (int64_t i = 0; exact_y && i < ny; i++)
                 exact_y = own_order ? fabsf(y[i] - y32[i]) <= 64 * (K + 2) * 0x1p-24f * (big + 1.0f) : y[i] == y32[i];
-            for (int64_t i = 0; exact_g && i < nw; i++) exact_g = gw[i] == round_to(d, gw32[i]);
+            for (int64_t i = 0; exact_g && i < nw; i++)
+                exact_g = own_grad ? fabsf(gw[i] - gw32[i]) <= 0x1p-7f * big_g : gw[i] == round_to(d, gw32[i]);
             for (int64_t i = 0; i < ny && ny == nyr; i++) {
                 err = fmax(err, fabs((double)y[i] - yref[i]));
                 scale = fmax(scale, fabs((double)yref[i]));

@@ -1,4 +1,5 @@
-/* bf16_gemm.c -- cblas_sbgemm found and called (bf16_gemm.h). Found at
+/* bf16_gemm.c -- the bf16 products' route picked (bf16_gemm.h), and
+ * cblas_sbgemm found and called. Found at
  * run time rather than at configure: the OpenBLAS a program loads may be
  * another build than the one tensorscope was compiled against (an
  * alternative chosen by the system, one built with bf16), and a build
@@ -25,55 +26,76 @@ typedef void (*sbgemm_fn)(enum CBLAS_ORDER, enum CBLAS_TRANSPOSE, enum CBLAS_TRA
                           const bfloat16 *, blasint, const bfloat16 *, blasint, float, float *, blasint);
 
 static sbgemm_fn sbgemm;
-static bool on;
+static ts_bf16_route taken;
 static char route[160];
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
-/* the OpenBLAS that holds cblas_sgemm first (a library loaded with
- * RTLD_LOCAL, as Python loads ours, is not in the global scope), then the
- * global scope */
-static sbgemm_fn find_sbgemm(void) {
+/* the OpenBLAS that holds cblas_sgemm (a library loaded with RTLD_LOCAL,
+ * as Python loads ours, is not in the global scope); the global scope
+ * where that library cannot be told (OpenBLAS linked in statically) or
+ * when `anywhere` (TS_BF16_GEMM=sbgemm asks for one) */
+static sbgemm_fn find_sbgemm(bool anywhere) {
     void *f = NULL;
+    bool known = false;
     Dl_info info;
     if (dladdr((void *)(uintptr_t)cblas_sgemm, &info) && info.dli_fname) {
         void *h = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
         if (h) {
+            known = true;
             f = dlsym(h, "cblas_sbgemm");
             dlclose(h);
         }
     }
-    if (!f) f = dlsym(RTLD_DEFAULT, "cblas_sbgemm");
+    if (!f && (!known || anywhere)) f = dlsym(RTLD_DEFAULT, "cblas_sbgemm");
     sbgemm_fn fn;
     memcpy(&fn, &f, sizeof fn); /* an object pointer to a function pointer, as POSIX's dlsym allows */
     return fn;
 }
 
-static void init(void) {
-    sbgemm = find_sbgemm();
-    bool bf16 = ts_cpu_flags_get()->avx512_bf16;
-    const char *want = getenv("TS_BF16_GEMM");
-    int force = 0; /* 1 sbgemm, -1 f32 */
-    if (want && *want) {
-        if (strcasecmp(want, "sbgemm") == 0) force = 1;
-        else if (strcasecmp(want, "f32") == 0) force = -1;
-        else if (strcasecmp(want, "auto") != 0)
-            ts_logf(TS_LOG_WARN, "TS_BF16_GEMM='%s' is not understood (use auto, sbgemm or f32); taken as auto", want);
+ts_bf16_route ts_cpu_bf16_route_pick(bool have_sbgemm, bool have_kernel, const char *want, const char **why) {
+    if (want && *want && strcasecmp(want, "auto") != 0) {
+        if (strcasecmp(want, "f32") == 0) return *why = " (TS_BF16_GEMM)", TS_BF16_ROUTE_F32;
+        if (strcasecmp(want, "sbgemm") == 0) {
+            if (have_sbgemm) return *why = " (TS_BF16_GEMM)", TS_BF16_ROUTE_SBGEMM;
+            return *why = " (TS_BF16_GEMM=sbgemm, but the OpenBLAS loaded has no cblas_sbgemm)", TS_BF16_ROUTE_F32;
+        }
+        if (strcasecmp(want, "avx512bf16") == 0) {
+            if (have_kernel) return *why = " (TS_BF16_GEMM)", TS_BF16_ROUTE_AVX512BF16;
+            return *why = " (TS_BF16_GEMM=avx512bf16, but this CPU or build has no avx512_bf16)", TS_BF16_ROUTE_F32;
+        }
     }
-    if (force == 1 && !sbgemm)
-        ts_logf(TS_LOG_WARN, "TS_BF16_GEMM=sbgemm: the OpenBLAS loaded has no cblas_sbgemm (build OpenBLAS with BUILD_BFLOAT16=1); "
-                             "bf16 matmuls widen to f32");
-    on = sbgemm && (force == 1 || (force == 0 && bf16));
-    const char *why = on ? (force == 1 ? " (TS_BF16_GEMM)" : "")
-                    : force == -1 ? " (TS_BF16_GEMM)"
-                    : !sbgemm    ? " (the OpenBLAS loaded has no cblas_sbgemm)"
-                                 : " (no avx512_bf16)";
-    snprintf(route, sizeof route, "%s%s", on ? "sbgemm" : "f32", why);
+    if (!have_kernel) return *why = " (no avx512_bf16)", TS_BF16_ROUTE_F32;
+    if (have_sbgemm) return *why = "", TS_BF16_ROUTE_SBGEMM;
+    return *why = " (the OpenBLAS loaded has no cblas_sbgemm)", TS_BF16_ROUTE_AVX512BF16;
 }
 
-bool ts_cpu_bf16_gemm_on(void) {
-    pthread_once(&once, init);
-    return on;
+static void init(void) {
+    const char *want = getenv("TS_BF16_GEMM"), *why = "";
+    sbgemm = find_sbgemm(want && !strcasecmp(want, "sbgemm"));
+    /* the kernel needs avx512_bf16 and the avx512 level's others (TS_CPU
+     * below avx512 leaves it out, as it does the avx512 kernels) */
+    bool kernel = ts_bf16k_built() && ts_cpu_flags_get()->avx512_bf16 && ts_cpu_level() >= TS_CPU_AVX512;
+    if (want && *want && strcasecmp(want, "auto") && strcasecmp(want, "f32") && strcasecmp(want, "sbgemm") &&
+        strcasecmp(want, "avx512bf16"))
+        ts_logf(TS_LOG_WARN, "TS_BF16_GEMM='%s' is not understood (use auto, sbgemm, avx512bf16 or f32); taken as auto", want);
+    taken = ts_cpu_bf16_route_pick(sbgemm != NULL, kernel, want, &why);
+    if (!kernel && ts_bf16k_built() && ts_cpu_flags_get()->avx512_bf16 && strstr(why, "no avx512_bf16"))
+        why = " (TS_CPU below avx512)";
+    if (want && !strcasecmp(want, "sbgemm") && !sbgemm)
+        ts_logf(TS_LOG_WARN, "TS_BF16_GEMM=sbgemm: the OpenBLAS loaded has no cblas_sbgemm (build OpenBLAS with BUILD_BFLOAT16=1); "
+                             "bf16 matmuls widen to f32");
+    if (want && !strcasecmp(want, "avx512bf16") && !kernel)
+        ts_logf(TS_LOG_WARN, "TS_BF16_GEMM=avx512bf16: this CPU (or TS_CPU, or this build) has no avx512_bf16; bf16 matmuls widen to f32");
+    static const char *names[] = {"f32", "sbgemm", "avx512bf16"};
+    snprintf(route, sizeof route, "%s%s", names[taken], why);
 }
+
+ts_bf16_route ts_cpu_bf16_route(void) {
+    pthread_once(&once, init);
+    return taken;
+}
+
+bool ts_cpu_bf16_gemm_on(void) { return ts_cpu_bf16_route() != TS_BF16_ROUTE_F32; }
 
 const char *ts_cpu_bf16_gemm_route(void) {
     pthread_once(&once, init);
@@ -104,10 +126,29 @@ static void rows(void *vctx, int64_t begin, int64_t end) {
 #define MIN_MACS (256 * 1024)
 #define MIN_ROWS 32
 
-void ts_cpu_bf16_gemm(struct ts_pool *p, bool tb, int64_t M, int64_t N, int64_t K, const uint16_t *A, const uint16_t *B, float *C,
+bool ts_cpu_bf16_gemm(struct ts_pool *p, bool tb, int64_t M, int64_t N, int64_t K, const uint16_t *A, const uint16_t *B, float *C,
                       const float *bias, float *out) {
+    if (ts_cpu_bf16_route() == TS_BF16_ROUTE_AVX512BF16) {
+        ts_bf16_mat a = {A, false, K, 1}, b = {B, false, tb ? K : 1, tb ? 1 : N};
+        return ts_bf16k_gemm(p, M, N, K, a, b, 0.0f, C, N, bias, out) == TS_OK;
+    }
     job j = {tb, N, K, A, B, C, out, bias};
     int64_t per_row = N * K > 0 ? N * K : 1, grain = MIN_MACS / per_row;
     ts_gemm_serial_begin(); /* one OpenBLAS thread per slice */
     ts_pool_for(p, M, grain > MIN_ROWS ? grain : MIN_ROWS, rows, &j);
+    return true;
+}
+
+unsigned ts_cpu_bf16_gemm_backward(struct ts_pool *p, bool tb, int64_t M, int64_t N, int64_t K, const uint16_t *A, const uint16_t *B,
+                                   const float *dC, float *dA, float beta_a, float *dB, float beta_b) {
+    if (ts_cpu_bf16_route() != TS_BF16_ROUTE_AVX512BF16) return 0;
+    /* each operand as (row of the product, summed index) */
+    ts_bf16_mat dc_rows = {dC, true, N, 1}, dc_cols = {dC, true, 1, N}, a_cols = {A, false, 1, K};
+    ts_bf16_mat b_rows = tb ? (ts_bf16_mat){B, false, 1, K} : (ts_bf16_mat){B, false, N, 1};
+    unsigned done = 0;
+    if (dA && ts_bf16k_gemm(p, M, K, N, dc_rows, b_rows, beta_a, dA, K, NULL, NULL) == TS_OK) done |= 1u;
+    if (dB && (tb ? ts_bf16k_gemm(p, N, K, M, dc_cols, a_cols, beta_b, dB, K, NULL, NULL)
+                  : ts_bf16k_gemm(p, K, N, M, a_cols, dc_cols, beta_b, dB, N, NULL, NULL)) == TS_OK)
+        done |= 2u;
+    return done;
 }

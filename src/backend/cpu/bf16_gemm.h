@@ -1,29 +1,72 @@
 /* bf16_gemm.h -- a bf16 model's matmuls multiplied with the CPU's bf16
- * instructions: OpenBLAS's cblas_sbgemm (bf16 operands, f32 accumulation
- * and output), looked up at run time in the OpenBLAS the process loaded
- * (built with BUILD_BFLOAT16; Debian's 0.3.21 is not), taken where the CPU
- * has avx512_bf16. TS_BF16_GEMM=sbgemm takes it on any CPU (OpenBLAS then
- * runs its scalar fallback: for tests), =f32 never; elsewhere the matmuls
- * widen their bf16 cells to f32 and run the f32 GEMM (cpu.c), which gives
- * the same products (two bf16 numbers multiply exactly in f32) summed in
- * another order. */
+ * instructions where it has them (avx512_bf16), picked at run time:
+ * OpenBLAS's cblas_sbgemm (bf16 operands, f32 accumulation and output),
+ * looked up in the OpenBLAS the process loaded (built with BUILD_BFLOAT16;
+ * Debian's 0.3.21 is not), else tensorscope's own kernel (bf16_avx512.c).
+ * TS_BF16_GEMM=sbgemm takes sbgemm on any CPU (OpenBLAS then runs its
+ * scalar fallback: for tests), =avx512bf16 the kernel (where the CPU has
+ * the instructions), =f32 neither; elsewhere the matmuls widen their bf16
+ * cells to f32 and run the f32 GEMM (cpu.c), which gives the same products
+ * (two bf16 numbers multiply exactly in f32) summed in another order. */
 #ifndef TS_BF16_GEMM_H
 #define TS_BF16_GEMM_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "core/core.h"
+
 struct ts_pool;
 
-/* whether the bf16 matmuls go through sbgemm (decided once) */
+/* where the bf16 products go, picked once: OpenBLAS's cblas_sbgemm,
+ * tensorscope's own avx512_bf16 kernel (bf16_avx512.c), or f32 (the
+ * operands widened, the f32 GEMM) */
+typedef enum ts_bf16_route { TS_BF16_ROUTE_F32, TS_BF16_ROUTE_SBGEMM, TS_BF16_ROUTE_AVX512BF16 } ts_bf16_route;
+/* the choice for an OpenBLAS with or without sbgemm, a CPU (and build)
+ * that can or cannot run the kernel, and TS_BF16_GEMM's value (NULL:
+ * auto); *why: the reason shown after the route's name ("" or " (...)") */
+ts_bf16_route ts_cpu_bf16_route_pick(bool have_sbgemm, bool have_kernel, const char *want, const char **why);
+/* the route this process took */
+ts_bf16_route ts_cpu_bf16_route(void);
+/* whether the bf16 matmuls go through sbgemm or the kernel (decided once) */
 bool ts_cpu_bf16_gemm_on(void);
-/* "sbgemm" or "f32", and why, for ts_cpu_features */
+/* "sbgemm", "avx512bf16" or "f32", and why, for ts_cpu_features */
 const char *ts_cpu_bf16_gemm_route(void);
 /* C[M,N] = A[M,K] op(B) with A, B in bf16 cells (B [N,K] when tb, else
- * [K,N]), split over the pool's rows; with bias, out[i, :] = C[i, :] +
- * bias[:] as the fused Add computes it (out may be C). Only when
- * ts_cpu_bf16_gemm_on(). */
-void ts_cpu_bf16_gemm(struct ts_pool *p, bool tb, int64_t M, int64_t N, int64_t K, const uint16_t *A, const uint16_t *B, float *C,
+ * [K,N]), split over the pool; with bias, out[i, :] = C[i, :] + bias[:]
+ * as the fused Add computes it (out may be C). Only when
+ * ts_cpu_bf16_gemm_on(); false (nothing written) when it found no memory
+ * for the packed operands: the caller widens to f32 instead. */
+bool ts_cpu_bf16_gemm(struct ts_pool *p, bool tb, int64_t M, int64_t N, int64_t K, const uint16_t *A, const uint16_t *B, float *C,
                       const float *bias, float *out);
+
+/* the gradients of C = A op(B), A [M,K] and B in bf16 cells (B [N,K]
+ * when tb, else [K,N]), dC f32: dA = beta_a dA + dC op(B)^T, dB = beta_b
+ * dB + A^T dC (dC^T A when tb), each where not NULL (beta 1 adds, 0
+ * stores), through the kernel with dC rounded to
+ * bf16 for the products (as PyTorch's autocast multiplies a bf16 matmul's
+ * gradients). Returns those it added (1 dA, 2 dB): none where the route is
+ * not the kernel, and not one that found no memory; the caller widens to
+ * f32 for the others. */
+unsigned ts_cpu_bf16_gemm_backward(struct ts_pool *p, bool tb, int64_t M, int64_t N, int64_t K, const uint16_t *A, const uint16_t *B,
+                                   const float *dC, float *dA, float beta_a, float *dB, float beta_b);
+
+/* an operand of the kernel: element (r, k) at data[r * rs + k * cs], bf16
+ * cells or f32 ones (rounded to bf16 to nearest even as they are packed) */
+typedef struct ts_bf16_mat {
+    const void *data;
+    bool f32;
+    int64_t rs, cs;
+} ts_bf16_mat;
+
+/* bf16_avx512.c: whether this build has the kernel (x86-64, a compiler
+ * with avx512_bf16), and the kernel: C[M,N] = beta C + sum over k of
+ * A(i, k) B(j, k), each product of two bf16 numbers exact, summed in f32;
+ * ldc C's (and out's) row stride; with bias, out = C + bias[:] after.
+ * TS_ERR_OUT_OF_MEMORY (C untouched) when the packed operands found no
+ * memory. Only on a CPU with avx512_bf16. */
+bool ts_bf16k_built(void);
+ts_status ts_bf16k_gemm(struct ts_pool *p, int64_t M, int64_t N, int64_t K, ts_bf16_mat A, ts_bf16_mat B, float beta, float *C,
+                        int64_t ldc, const float *bias, float *out);
 
 #endif

@@ -42,27 +42,34 @@ const ts_kctx *ts_cpu_widen(const ts_kctx *k, ts_kctx *room) {
 static void fwd_matmul(const ts_kctx *k) {
     bool t = k->node->op == TS_OP_MATMUL_T;
     int64_t M = k->in_shape[0].d[0], K = k->in_shape[0].d[1], N = k->out_shape.d[1];
-    if (k->in_dtype[0] == TS_BF16 && k->in_dtype[1] == TS_BF16 && ts_cpu_bf16_gemm_on()) { /* bf16 cells both: the CPU's bf16 GEMM */
+    if (k->in_dtype[0] == TS_BF16 && k->in_dtype[1] == TS_BF16 && ts_cpu_bf16_gemm_on() && /* bf16 cells both: the CPU's bf16 GEMM */
         ts_cpu_bf16_gemm(k->pool, t, M, N, K, (const uint16_t *)(const void *)k->in[0], (const uint16_t *)(const void *)k->in[1],
-                         k->out, k->bias, k->bias ? k->bias_out : NULL);
+                         k->out, k->bias, k->bias ? k->bias_out : NULL))
         return;
-    }
     ts_kctx room;
     k = ts_cpu_widen(k, &room);
     if (k->bias) ts_gemm_pool_bias(k->pool, false, t, M, N, K, k->in[0], k->in[1], k->out, k->bias, k->bias_out);
     else ts_gemm_pool(k->pool, false, t, M, N, K, k->in[0], k->in[1], 0.0f, k->out);
 }
 
-/* C = A op(B): dA += dC op(B)^T ; dB += A^T dC (or dC^T A when B was transposed) */
+/* C = A op(B): dA += dC op(B)^T ; dB += A^T dC (or dC^T A when B was
+ * transposed); an input's gradient that din_store names is stored (beta
+ * 0), saving the executor its zeroing */
 static void bwd_matmul(const ts_kctx *k) {
-    ts_kctx room;
-    k = ts_cpu_widen(k, &room);
     bool t = k->node->op == TS_OP_MATMUL_T;
     int64_t M = k->in_shape[0].d[0], K = k->in_shape[0].d[1], N = k->out_shape.d[1];
-    if (k->din[0]) ts_gemm_pool(k->pool, false, !t, M, K, N, k->dout, k->in[1], 1.0f, k->din[0]);
-    if (k->din[1]) {
-        if (t) ts_gemm_pool(k->pool, true, false, N, K, M, k->dout, k->in[0], 1.0f, k->din[1]);
-        else ts_gemm_pool(k->pool, true, false, K, N, M, k->in[0], k->dout, 1.0f, k->din[1]);
+    float b0 = k->din_store & 1u ? 0.0f : 1.0f, b1 = k->din_store & 2u ? 0.0f : 1.0f;
+    unsigned done = 0; /* bf16 cells both: the CPU's bf16 GEMM, dout rounded to bf16 for the products */
+    if (k->in_dtype[0] == TS_BF16 && k->in_dtype[1] == TS_BF16 && ts_cpu_bf16_gemm_on())
+        done = ts_cpu_bf16_gemm_backward(k->pool, t, M, N, K, (const uint16_t *)(const void *)k->in[0],
+                                         (const uint16_t *)(const void *)k->in[1], k->dout, k->din[0], b0, k->din[1], b1);
+    if ((!k->din[0] || done & 1u) && (!k->din[1] || done & 2u)) return;
+    ts_kctx room;
+    k = ts_cpu_widen(k, &room);
+    if (k->din[0] && !(done & 1u)) ts_gemm_pool(k->pool, false, !t, M, K, N, k->dout, k->in[1], b0, k->din[0]);
+    if (k->din[1] && !(done & 2u)) {
+        if (t) ts_gemm_pool(k->pool, true, false, N, K, M, k->dout, k->in[0], b1, k->din[1]);
+        else ts_gemm_pool(k->pool, true, false, K, N, M, k->in[0], k->dout, b1, k->din[1]);
     }
 }
 
@@ -103,8 +110,8 @@ static void fwd_cast(const ts_kctx *k) {
 static const ts_kernel_row kernels[] = {
     [TS_OP_INPUT] = {.forward = NULL}, /* a leaf: bound, not computed */
     [TS_OP_PARAM] = {.forward = NULL}, /* a leaf: bound, not computed */
-    [TS_OP_MATMUL] = {.forward = fwd_matmul, .backward = bwd_matmul, .fuses_bias = true},
-    [TS_OP_MATMUL_T] = {.forward = fwd_matmul, .backward = bwd_matmul, .fuses_bias = true},
+    [TS_OP_MATMUL] = {.forward = fwd_matmul, .backward = bwd_matmul, .fuses_bias = true, .stores_din = 3u},
+    [TS_OP_MATMUL_T] = {.forward = fwd_matmul, .backward = bwd_matmul, .fuses_bias = true, .stores_din = 3u},
     [TS_OP_ADD] = {.forward = ts_fwd_broadcast_binary, .backward = ts_bwd_broadcast_binary, .stores_din = 3u},
     [TS_OP_SUB] = {.forward = ts_fwd_broadcast_binary, .backward = ts_bwd_broadcast_binary, .stores_din = 3u},
     [TS_OP_MUL] = {.forward = ts_fwd_broadcast_binary, .backward = ts_bwd_broadcast_binary, .stores_din = 3u},

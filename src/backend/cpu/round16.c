@@ -18,16 +18,29 @@ enum { ROUND, PACK, UNPACK }; /* f32 -> f32 on the grid, f32 -> 16-bit cells, 16
 #include <immintrin.h>
 #include <math.h>
 
-/* what rounding x to r lost, for 8 values: became 0 from non-zero, Inf from finite */
-__attribute__((target("avx2"))) static inline void count_lost(__m256 x, __m256 r, int64_t *under, int64_t *over) {
+/* what rounding x to r lost, for 8 values: became 0 from non-zero, Inf
+ * from finite; counted per lane (a true compare is -1), summed by
+ * lost_sum */
+__attribute__((target("avx2"))) static inline void count_lost(__m256 x, __m256 r, __m256i *under, __m256i *over) {
     const __m256 zero = _mm256_setzero_ps(), inf = _mm256_set1_ps(INFINITY);
     const __m256 sign = _mm256_set1_ps(-0.0f);
     __m256 ax = _mm256_andnot_ps(sign, x), ar = _mm256_andnot_ps(sign, r);
     __m256 u = _mm256_and_ps(_mm256_cmp_ps(r, zero, _CMP_EQ_OQ), _mm256_cmp_ps(x, zero, _CMP_NEQ_OQ));
     __m256 o = _mm256_and_ps(_mm256_cmp_ps(ar, inf, _CMP_EQ_OQ), _mm256_cmp_ps(ax, inf, _CMP_LT_OQ));
-    *under += __builtin_popcount((unsigned)_mm256_movemask_ps(u));
-    *over += __builtin_popcount((unsigned)_mm256_movemask_ps(o));
+    *under = _mm256_sub_epi32(*under, _mm256_castps_si256(u));
+    *over = _mm256_sub_epi32(*over, _mm256_castps_si256(o));
 }
+
+__attribute__((target("avx2"))) static inline int64_t lost_sum(__m256i c) {
+    int32_t l[8];
+    _mm256_storeu_si256((__m256i *)l, c);
+    int64_t s = 0;
+    for (int i = 0; i < 8; i++) s += l[i];
+    return s;
+}
+
+/* the lanes' counts stay far below 2^31: summed every LOST_RUN values */
+#define LOST_RUN (1 << 24)
 
 /* 8 values rounded to bf16 (NaN quieted), as f32 bits: the high halves */
 __attribute__((target("avx2"))) static inline __m256i bf16_round8(__m256 v) {
@@ -41,7 +54,12 @@ __attribute__((target("avx2"))) static inline __m256i bf16_round8(__m256 v) {
 
 __attribute__((target("avx2"))) static int64_t bf16_avx2(int mode, void *dst, const void *src, int64_t n, int64_t *under, int64_t *over) {
     int64_t i = 0;
+    __m256i cu = _mm256_setzero_si256(), co = _mm256_setzero_si256();
     for (; i + 8 <= n; i += 8) {
+        if (i % LOST_RUN == 0 && i) {
+            *under += lost_sum(cu), *over += lost_sum(co);
+            cu = co = _mm256_setzero_si256();
+        }
         if (mode == UNPACK) {
             __m256i h = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)((const uint16_t *)src + i)));
             _mm256_storeu_si256((__m256i *)((float *)dst + i), _mm256_slli_epi32(h, 16));
@@ -49,7 +67,7 @@ __attribute__((target("avx2"))) static int64_t bf16_avx2(int mode, void *dst, co
         }
         __m256 v = _mm256_loadu_ps((const float *)src + i);
         __m256i r = bf16_round8(v);
-        count_lost(v, _mm256_castsi256_ps(r), under, over);
+        count_lost(v, _mm256_castsi256_ps(r), &cu, &co);
         if (mode == ROUND) {
             _mm256_storeu_si256((__m256i *)((float *)dst + i), r);
         } else {
@@ -58,12 +76,18 @@ __attribute__((target("avx2"))) static int64_t bf16_avx2(int mode, void *dst, co
             _mm_storeu_si128((__m128i *)((uint16_t *)dst + i), packed);
         }
     }
+    *under += lost_sum(cu), *over += lost_sum(co);
     return i;
 }
 
 __attribute__((target("avx2,f16c"))) static int64_t f16_f16c(int mode, void *dst, const void *src, int64_t n, int64_t *under, int64_t *over) {
     int64_t i = 0;
+    __m256i cu = _mm256_setzero_si256(), co = _mm256_setzero_si256();
     for (; i + 8 <= n; i += 8) {
+        if (i % LOST_RUN == 0 && i) {
+            *under += lost_sum(cu), *over += lost_sum(co);
+            cu = co = _mm256_setzero_si256();
+        }
         if (mode == UNPACK) {
             _mm256_storeu_ps((float *)dst + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)src + i))));
             continue;
@@ -71,10 +95,11 @@ __attribute__((target("avx2,f16c"))) static int64_t f16_f16c(int mode, void *dst
         __m256 v = _mm256_loadu_ps((const float *)src + i);
         __m128i h = _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
         __m256 r = _mm256_cvtph_ps(h);
-        count_lost(v, r, under, over);
+        count_lost(v, r, &cu, &co);
         if (mode == ROUND) _mm256_storeu_ps((float *)dst + i, r);
         else _mm_storeu_si128((__m128i *)((uint16_t *)dst + i), h);
     }
+    *under += lost_sum(cu), *over += lost_sum(co);
     return i;
 }
 
