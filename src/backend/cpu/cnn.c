@@ -998,11 +998,14 @@ static void wino_output(void *vj, int64_t oc0, int64_t oc1) {
                 int64_t cols = OW - t0 * m < WINO_BLOCK * m ? OW - t0 * m : WINO_BLOCK * m;
                 for (int64_t i = 0; i < rows; i++) {
                     float *yr = y + i * OW + t0 * m;
-                    if (j->accumulate)
-                        for (int64_t x = 0; x < cols; x++) yr[x] += o[i][x % m][x / m];
+                    if (cols == WINO_BLOCK * m && j->accumulate) /* a whole block: constant counts, no divisions */
+                        for (int k = 0; k < WINO_BLOCK; k++)
+                            for (int q = 0; q < m; q++) yr[k * m + q] += o[i][q][k];
                     else if (cols == WINO_BLOCK * m)
                         for (int k = 0; k < WINO_BLOCK; k++)
                             for (int q = 0; q < m; q++) yr[k * m + q] = o[i][q][k];
+                    else if (j->accumulate)
+                        for (int64_t x = 0; x < cols; x++) yr[x] += o[i][x % m][x / m];
                     else
                         for (int64_t x = 0; x < cols; x++) yr[x] = o[i][x % m][x / m];
                 }
@@ -1099,8 +1102,12 @@ static void wino_dy(void *vj, int64_t oc0, int64_t oc1) {
                     for (int k = 0; k < WINO_DB; k++) wino_a((int)m, &s[0][c][k], 4 * WINO_DB, &h[0][c][k], 4 * WINO_DB);
                 for (int i = 0; i < a; i++) /* along the rows */
                     for (int k = 0; k < WINO_DB; k++) wino_a((int)m, &h[i][0][k], WINO_DB, &d[i][0][k], WINO_DB);
-                for (int64_t e = 0; e < j->E; e++)
-                    for (int64_t k = 0; k < nt; k++) q[e * ld + t0 + k] = d[e / a][e % a][k];
+                if (nt == WINO_DB) /* a constant count: vector moves */
+                    for (int64_t e = 0; e < j->E; e++)
+                        for (int k = 0; k < WINO_DB; k++) q[e * ld + t0 + k] = d[e / a][e % a][k];
+                else
+                    for (int64_t e = 0; e < j->E; e++)
+                        for (int64_t k = 0; k < nt; k++) q[e * ld + t0 + k] = d[e / a][e % a][k];
             }
         }
 }
