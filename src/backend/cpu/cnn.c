@@ -1004,10 +1004,9 @@ static void wino_output(void *vj, int64_t oc0, int64_t oc1) {
                     else if (cols == WINO_BLOCK * m)
                         for (int k = 0; k < WINO_BLOCK; k++)
                             for (int q = 0; q < m; q++) yr[k * m + q] = o[i][q][k];
-                    else if (j->accumulate)
-                        for (int64_t x = 0; x < cols; x++) yr[x] += o[i][x % m][x / m];
-                    else
-                        for (int64_t x = 0; x < cols; x++) yr[x] = o[i][x % m][x / m];
+                    else /* the last, partial block (a small plane's only one): its first cols outputs */
+                        for (int64_t k = 0, x = 0; k < n_t; k++)
+                            for (int64_t q = 0; q < m && x < cols; q++, x++) yr[x] = j->accumulate ? yr[x] + o[i][q][k] : o[i][q][k];
                 }
             }
         }
