@@ -846,13 +846,10 @@ static void wino_input(void *vj, int64_t c0, int64_t c1) {
                     r = xc + i0 * W + j0, rs = W;
                 } else {
                     int64_t qlo = j0 < 0 ? -j0 : 0, qhi = W - j0 < span ? W - j0 : span; /* the columns inside */
+                    for (int q = 0; q < 6 * PW; q++) pad[q] = 0.0f; /* a constant count: vector stores */
                     for (int64_t i = 0; i < a; i++) {
-                        float *d = pad + i * PW;
-                        int64_t ih = i0 + i, q = 0;
-                        bool in = ih >= 0 && ih < g->H && qhi > qlo;
-                        for (; q < (in ? qlo : span); q++) d[q] = 0.0f;
-                        for (; q < (in ? qhi : span); q++) d[q] = xc[ih * W + j0 + q];
-                        for (; q < span; q++) d[q] = 0.0f;
+                        int64_t ih = i0 + i;
+                        if (ih >= 0 && ih < g->H && qhi > qlo) copy_row(pad + i * PW + qlo, xc + ih * W + j0 + qlo, qhi - qlo);
                     }
                 }
                 if (m == 2) wino_in_block(2, v + t0, ld, r, rs, nt);
