@@ -329,6 +329,8 @@ static void kernel_oracles(void)
         backward_wino(p, 2, 32, 24, 24, 48, 4);  /* F(4x4), two samples */
         backward_wino(p, 2, 24, 29, 31, 40, 4);  /* odd sizes: partial tiles at the bottom and right */
         backward_wino(p, 8, 128, 7, 7, 128, 2); /* ResNet's last stage at batch 8: F(2x2) */
+        backward_wino(p, 1, 24, 40, 40, 24, 4);  /* rows of 10 tiles: whole blocks of dy's transform and of the output
+                                                    transform adding to dx, then their partial ones */
         pool_case(p, 28, 28, 2, 2, 0, 1); /* LeNet's: the vectorised rows */
         pool_case(p, 9, 41, 2, 2, 0, 1);  /* odd sizes: the last row and column unused */
         pool_case(p, 13, 11, 3, 2, 1, 1); /* padding: the general windows */

@@ -846,13 +846,10 @@ static void wino_input(void *vj, int64_t c0, int64_t c1) {
                     r = xc + i0 * W + j0, rs = W;
                 } else {
                     int64_t qlo = j0 < 0 ? -j0 : 0, qhi = W - j0 < span ? W - j0 : span; /* the columns inside */
+                    for (int q = 0; q < 6 * PW; q++) pad[q] = 0.0f; /* a constant count: vector stores */
                     for (int64_t i = 0; i < a; i++) {
-                        float *d = pad + i * PW;
-                        int64_t ih = i0 + i, q = 0;
-                        bool in = ih >= 0 && ih < g->H && qhi > qlo;
-                        for (; q < (in ? qlo : span); q++) d[q] = 0.0f;
-                        for (; q < (in ? qhi : span); q++) d[q] = xc[ih * W + j0 + q];
-                        for (; q < span; q++) d[q] = 0.0f;
+                        int64_t ih = i0 + i;
+                        if (ih >= 0 && ih < g->H && qhi > qlo) copy_row(pad + i * PW + qlo, xc + ih * W + j0 + qlo, qhi - qlo);
                     }
                 }
                 if (m == 2) wino_in_block(2, v + t0, ld, r, rs, nt);
@@ -998,13 +995,15 @@ static void wino_output(void *vj, int64_t oc0, int64_t oc1) {
                 int64_t cols = OW - t0 * m < WINO_BLOCK * m ? OW - t0 * m : WINO_BLOCK * m;
                 for (int64_t i = 0; i < rows; i++) {
                     float *yr = y + i * OW + t0 * m;
-                    if (j->accumulate)
-                        for (int64_t x = 0; x < cols; x++) yr[x] += o[i][x % m][x / m];
+                    if (cols == WINO_BLOCK * m && j->accumulate) /* a whole block: constant counts, no divisions */
+                        for (int k = 0; k < WINO_BLOCK; k++)
+                            for (int q = 0; q < m; q++) yr[k * m + q] += o[i][q][k];
                     else if (cols == WINO_BLOCK * m)
                         for (int k = 0; k < WINO_BLOCK; k++)
                             for (int q = 0; q < m; q++) yr[k * m + q] = o[i][q][k];
-                    else
-                        for (int64_t x = 0; x < cols; x++) yr[x] = o[i][x % m][x / m];
+                    else /* the last, partial block (a small plane's only one): its first cols outputs */
+                        for (int64_t k = 0, x = 0; k < n_t; k++)
+                            for (int64_t q = 0; q < m && x < cols; q++, x++) yr[x] = j->accumulate ? yr[x] + o[i][q][k] : o[i][q][k];
                 }
             }
         }
@@ -1099,8 +1098,12 @@ static void wino_dy(void *vj, int64_t oc0, int64_t oc1) {
                     for (int k = 0; k < WINO_DB; k++) wino_a((int)m, &s[0][c][k], 4 * WINO_DB, &h[0][c][k], 4 * WINO_DB);
                 for (int i = 0; i < a; i++) /* along the rows */
                     for (int k = 0; k < WINO_DB; k++) wino_a((int)m, &h[i][0][k], WINO_DB, &d[i][0][k], WINO_DB);
-                for (int64_t e = 0; e < j->E; e++)
-                    for (int64_t k = 0; k < nt; k++) q[e * ld + t0 + k] = d[e / a][e % a][k];
+                if (nt == WINO_DB) /* a constant count: vector moves */
+                    for (int64_t e = 0; e < j->E; e++)
+                        for (int k = 0; k < WINO_DB; k++) q[e * ld + t0 + k] = d[e / a][e % a][k];
+                else
+                    for (int64_t e = 0; e < j->E; e++)
+                        for (int64_t k = 0; k < nt; k++) q[e * ld + t0 + k] = d[e / a][e % a][k];
             }
         }
 }
