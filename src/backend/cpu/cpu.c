@@ -59,11 +59,14 @@ static void bwd_matmul(const ts_kctx *k) {
     k = ts_cpu_widen(k, &room);
     bool t = k->node->op == TS_OP_MATMUL_T;
     int64_t M = k->in_shape[0].d[0], K = k->in_shape[0].d[1], N = k->out_shape.d[1];
-    if (k->din[0]) ts_gemm_pool(k->pool, false, !t, M, K, N, k->dout, k->in[1], 1.0f, k->din[0]);
+    /* a gradient this backward writes first (din_store) is stored: beta 0,
+     * each thread clearing its own slice as it starts, not a pass before */
+    if (k->din[0]) ts_gemm_pool(k->pool, false, !t, M, K, N, k->dout, k->in[1], k->din_store & 1u ? 0.0f : 1.0f, k->din[0]);
     if (k->din[1]) { /* summed over M rows: split along them where M is long (gemm.h), in the workspace */
         size_t ws = ts_gemm_split_k_floats(ts_pool_threads(k->pool), K, N, M);
-        if (t) ts_gemm_pool_ws(k->pool, true, false, N, K, M, k->dout, k->in[0], 1.0f, k->din[1], k->workspace, ws);
-        else ts_gemm_pool_ws(k->pool, true, false, K, N, M, k->in[0], k->dout, 1.0f, k->din[1], k->workspace, ws);
+        float beta = k->din_store & 2u ? 0.0f : 1.0f;
+        if (t) ts_gemm_pool_ws(k->pool, true, false, N, K, M, k->dout, k->in[0], beta, k->din[1], k->workspace, ws);
+        else ts_gemm_pool_ws(k->pool, true, false, K, N, M, k->in[0], k->dout, beta, k->din[1], k->workspace, ws);
     }
 }
 
@@ -110,8 +113,10 @@ static void fwd_cast(const ts_kctx *k) {
 static const ts_kernel_row kernels[] = {
     [TS_OP_INPUT] = {.forward = NULL}, /* a leaf: bound, not computed */
     [TS_OP_PARAM] = {.forward = NULL}, /* a leaf: bound, not computed */
-    [TS_OP_MATMUL] = {.forward = fwd_matmul, .backward = bwd_matmul, .fuses_bias = true, .workspace_floats = workspace_matmul},
-    [TS_OP_MATMUL_T] = {.forward = fwd_matmul, .backward = bwd_matmul, .fuses_bias = true, .workspace_floats = workspace_matmul},
+    [TS_OP_MATMUL] = {.forward = fwd_matmul, .backward = bwd_matmul, .fuses_bias = true, .workspace_floats = workspace_matmul,
+                       .stores_din = 3u},
+    [TS_OP_MATMUL_T] = {.forward = fwd_matmul, .backward = bwd_matmul, .fuses_bias = true, .workspace_floats = workspace_matmul,
+                       .stores_din = 3u},
     [TS_OP_ADD] = {.forward = ts_fwd_broadcast_binary, .backward = ts_bwd_broadcast_binary, .stores_din = 3u},
     [TS_OP_SUB] = {.forward = ts_fwd_broadcast_binary, .backward = ts_bwd_broadcast_binary, .stores_din = 3u},
     [TS_OP_MUL] = {.forward = ts_fwd_broadcast_binary, .backward = ts_bwd_broadcast_binary, .stores_din = 3u},
