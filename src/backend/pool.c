@@ -27,6 +27,23 @@
 
 /* sched_yield calls before sleeping: about a millisecond */
 #define YIELDS 2000
+/* Before yielding, a wait spins on the word it waits for (a pause an
+ * iteration): about 0.2 ms. A step's jobs come every few microseconds,
+ * and a thread that yields between them gives its core to whoever else
+ * can run; under a real-time policy (`chrt -f`, as the benchmarks run)
+ * another process of the same priority then keeps that core until it
+ * yields in turn, and the caller runs every slice itself (a step at one
+ * thread's speed, in some rounds and not others). OpenMP's threads wait
+ * spinning the same way. */
+#define SPINS 8192
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
 /* the claim word: a job's generation above, its next unclaimed slice below */
 #define SLICE_BITS 16
 #define SLICE_MASK ((1u << SLICE_BITS) - 1u)
@@ -95,6 +112,7 @@ static void *worker_main(void *arg) {
     pthread_mutex_lock(&p->mu);
     for (;;) {
         pthread_mutex_unlock(&p->mu);
+        for (int y = 0; y < SPINS && atomic_load_explicit(&p->generation, memory_order_relaxed) == seen; y++) cpu_relax();
         for (int y = 0; y < YIELDS && atomic_load_explicit(&p->generation, memory_order_relaxed) == seen; y++) sched_yield();
         pthread_mutex_lock(&p->mu);
         while (!p->stop && p->generation == seen) pthread_cond_wait(&p->go, &p->mu);
@@ -181,6 +199,7 @@ void ts_pool_for(ts_pool *p, int64_t n, int64_t grain, ts_pool_fn fn, void *ctx)
     pthread_mutex_unlock(&p->mu);
     run_slice(p, fn, ctx, n, slices, 0, false);
     for (int i; (i = claim_slice(p, gen, slices)) >= 0;) run_slice(p, fn, ctx, n, slices, i, false); /* the ones no worker took yet */
+    for (int y = 0; y < SPINS && atomic_load_explicit(&p->finished, memory_order_acquire) < slices; y++) cpu_relax();
     for (int y = 0; y < YIELDS && atomic_load_explicit(&p->finished, memory_order_acquire) < slices; y++) sched_yield();
     pthread_mutex_lock(&p->mu);
     while (atomic_load(&p->finished) < slices) pthread_cond_wait(&p->done, &p->mu);
