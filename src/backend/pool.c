@@ -11,11 +11,11 @@
  * either way.
  *
  * Waiting (a worker for the next job, the caller for the workers' slices)
- * first yields the CPU for a while, then sleeps on a condition variable. A
- * step hands out jobs every few microseconds and a sleeping thread takes
- * ~10-20 us to wake (longer in a VM): yielding keeps the hand-off cheap
- * without taking the core from anyone who has work -- OpenBLAS's threads
- * wait the same way. The job itself is always read under the mutex; the
+ * first spins (SPINS), then yields the CPU for a while, then sleeps on a
+ * condition variable. A step hands out jobs every few microseconds and a
+ * sleeping thread takes ~10-20 us to wake (longer in a VM): spinning, then
+ * yielding, keeps the hand-off cheap, and only a longer wait gives the
+ * core to anyone who has work. The job itself is always read under the mutex; the
  * atomics say which slices are claimed and done, and when to stop
  * yielding. */
 #include "backend/pool.h"

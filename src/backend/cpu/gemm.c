@@ -131,8 +131,8 @@ void ts_gemm_pool(struct ts_pool *p, bool ta, bool tb, int64_t M, int64_t N, int
  * [out, in] summed over a batch's B*T rows. Split by rows of C, each
  * thread packs and streams the whole of both operands' K (the batch's
  * activations and gradients, megabytes in from L3 or memory); split along
- * K, half of each. On the char GPT (128 channels, B*T = 2048, 2 threads)
- * the step fell from 97 to 89 ms. The bounds depend only on K and the
+ * K, half of each: on the char GPT (128 channels, B*T = 2048, 2 threads)
+ * 0.07 to 0.4 ms less a gradient (docs/backend.md). The bounds depend only on K and the
  * pool's size, so a run gives the same bits every time; the sum differs
  * from one thread's in rounding only (as a split by rows does). */
 #define SPLIT_K_RATIO 4 /* K at least this many times the larger of M and N */
