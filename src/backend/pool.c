@@ -11,11 +11,11 @@
  * either way.
  *
  * Waiting (a worker for the next job, the caller for the workers' slices)
- * first spins (SPINS), then yields the CPU for a while, then sleeps on a
- * condition variable. A step hands out jobs every few microseconds and a
- * sleeping thread takes ~10-20 us to wake (longer in a VM): spinning, then
- * yielding, keeps the hand-off cheap, and only a longer wait gives the
- * core to anyone who has work. The job itself is always read under the mutex; the
+ * first yields the CPU for a while, then sleeps on a condition variable. A
+ * step hands out jobs every few microseconds and a sleeping thread takes
+ * ~10-20 us to wake (longer in a VM): yielding keeps the hand-off cheap
+ * without taking the core from anyone who has work -- OpenBLAS's threads
+ * wait the same way. The job itself is always read under the mutex; the
  * atomics say which slices are claimed and done, and when to stop
  * yielding. */
 #include "backend/pool.h"
@@ -27,23 +27,6 @@
 
 /* sched_yield calls before sleeping: about a millisecond */
 #define YIELDS 2000
-/* Before yielding, a wait spins on the word it waits for (a pause an
- * iteration): about 0.2 ms. A step's jobs come every few microseconds,
- * and a thread that yields between them gives its core to whoever else
- * can run; under a real-time policy (`chrt -f`, as the benchmarks run)
- * another process of the same priority then keeps that core until it
- * yields in turn, and the caller runs every slice itself (a step at one
- * thread's speed, in some rounds and not others). OpenMP's threads wait
- * spinning the same way. */
-#define SPINS 8192
-
-static inline void cpu_relax(void) {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ __volatile__("yield");
-#endif
-}
 /* the claim word: a job's generation above, its next unclaimed slice below */
 #define SLICE_BITS 16
 #define SLICE_MASK ((1u << SLICE_BITS) - 1u)
@@ -112,7 +95,6 @@ static void *worker_main(void *arg) {
     pthread_mutex_lock(&p->mu);
     for (;;) {
         pthread_mutex_unlock(&p->mu);
-        for (int y = 0; y < SPINS && atomic_load_explicit(&p->generation, memory_order_relaxed) == seen; y++) cpu_relax();
         for (int y = 0; y < YIELDS && atomic_load_explicit(&p->generation, memory_order_relaxed) == seen; y++) sched_yield();
         pthread_mutex_lock(&p->mu);
         while (!p->stop && p->generation == seen) pthread_cond_wait(&p->go, &p->mu);
@@ -199,7 +181,6 @@ void ts_pool_for(ts_pool *p, int64_t n, int64_t grain, ts_pool_fn fn, void *ctx)
     pthread_mutex_unlock(&p->mu);
     run_slice(p, fn, ctx, n, slices, 0, false);
     for (int i; (i = claim_slice(p, gen, slices)) >= 0;) run_slice(p, fn, ctx, n, slices, i, false); /* the ones no worker took yet */
-    for (int y = 0; y < SPINS && atomic_load_explicit(&p->finished, memory_order_acquire) < slices; y++) cpu_relax();
     for (int y = 0; y < YIELDS && atomic_load_explicit(&p->finished, memory_order_acquire) < slices; y++) sched_yield();
     pthread_mutex_lock(&p->mu);
     while (atomic_load(&p->finished) < slices) pthread_cond_wait(&p->done, &p->mu);

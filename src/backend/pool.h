@@ -2,10 +2,9 @@
  * The CPU backend takes a model's pool as its stream (its elementwise ops,
  * reductions and products split over it); the other layers split their own
  * host work over it (a device's input staging, the observers' walks over
- * host memory). Made by ts_backend_host_pool (backend.h). Between jobs workers spin for about 0.2 ms, yield the CPU
- * for about a millisecond, then sleep on a condition variable: cheap
- * hand-offs within a step (a core kept through it), no spinning when
- * idle. */
+ * host memory). Made by ts_backend_host_pool (backend.h). Between jobs workers yield the CPU for about a millisecond,
+ * then sleep on a condition variable: cheap hand-offs within a step, no
+ * fight with OpenBLAS's own threads during GEMM, no spinning when idle. */
 #ifndef TS_POOL_H
 #define TS_POOL_H
 
