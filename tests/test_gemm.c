@@ -1,8 +1,12 @@
 /* test_gemm.c -- the BLAS-backed ts_gemm and ts_gemm_pool (split over a
  * 2- and a 3-thread pool, by rows and by columns) against the naive oracle
  * ts_gemm_naive, for all four transpose combinations, odd and large sizes,
- * beta 0 and 1; ts_gemm_batch_pool's batched products (split, unsplit, all
- * into one C) product by product against the same oracle.
+ * beta 0 and 1; ts_gemm_pool_ws's products split along K (a weight's
+ * gradient summed over many rows: each thread's partial, then their sum),
+ * its scratch filled with NaN first so that a partial added to rather than
+ * stored would show, and too little scratch falling back to ts_gemm_pool;
+ * ts_gemm_batch_pool's batched products (split, unsplit, all into one C)
+ * product by product against the same oracle.
  *
  * Tolerance: each element's difference must be within
  * (K + 2) * FLT_EPSILON * (sum_k |a_ik b_kj| + |beta c_ij|), the worst-case
@@ -28,6 +32,7 @@ static float at(const float *A, bool ta, int64_t M, int64_t K, int64_t i, int64_
 }
 
 static ts_pool *g_pool; /* NULL: ts_gemm, else ts_gemm_pool over it */
+static int g_ws;        /* with g_pool: ts_gemm_pool_ws, 1 with the scratch it asks for, 2 with one float too few */
 
 static void one_case(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float beta)
 {
@@ -40,7 +45,21 @@ static void one_case(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float be
     }
     memcpy(Cb, C0, sizeof(float) * (size_t)(M * N));
     memcpy(Cn, C0, sizeof(float) * (size_t)(M * N));
-    if (g_pool)
+    if (g_pool && g_ws) {
+        size_t need = ts_gemm_split_k_floats(ts_pool_threads(g_pool), M, N, K);
+        CHECK(need == (size_t)(ts_pool_threads(g_pool) - 1) * (size_t)(M * N), "%lldx%lldx%lld is split along K on %d threads",
+              (long long)M, (long long)N, (long long)K, ts_pool_threads(g_pool));
+        float *ws = malloc(sizeof(float) * (need + 1));
+        if (!ws) {
+            CHECK(0, "allocate the scratch");
+            goto out;
+        }
+        for (size_t i = 0; i <= need; i++)
+            ws[i] = NAN;
+        ts_gemm_pool_ws(g_pool, ta, tb, M, N, K, A, B, beta, Cb, ws, g_ws == 1 ? need : need - 1);
+        CHECK(isnan(ws[need]), "the split writes no further than the scratch it asks for");
+        free(ws);
+    } else if (g_pool)
         ts_gemm_pool(g_pool, ta, tb, M, N, K, A, B, beta, Cb);
     else
         ts_gemm(ta, tb, M, N, K, A, B, beta, Cb);
@@ -61,8 +80,8 @@ static void one_case(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float be
             if (d / bound > max_ratio)
                 max_ratio = d / bound;
         }
-    CHECK(bad == 0, "gemm%s %c%c M=%lld N=%lld K=%lld beta=%g: max_abs=%.3g, max err/bound=%.3g%s",
-          g_pool ? (ts_pool_threads(g_pool) == 2 ? " pool2" : " pool3") : "", ta ? 'T' : 'N', tb ? 'T' : 'N', (long long)M, (long long)N, (long long)K, (double)beta,
+    CHECK(bad == 0, "gemm%s%s %c%c M=%lld N=%lld K=%lld beta=%g: max_abs=%.3g, max err/bound=%.3g%s",
+          g_pool ? (ts_pool_threads(g_pool) == 2 ? " pool2" : " pool3") : "", g_ws == 1 ? " split-K" : g_ws == 2 ? " split-K short" : "", ta ? 'T' : 'N', tb ? 'T' : 'N', (long long)M, (long long)N, (long long)K, (double)beta,
           max_abs, max_ratio, bad ? " (elements out of bound)" : "");
 out:
     free(A), free(B), free(C0), free(Cb), free(Cn);
@@ -152,6 +171,18 @@ int main(void)
             for (int ta = 0; ta < 2; ta++)
                 for (int tb = 0; tb < 2; tb++)
                     one_case(ta, tb, split_sizes[s][0], split_sizes[s][1], split_sizes[s][2], betas[(ta + tb + (int)s) % 2]);
+        /* split along K (K >= 4 max(M, N)): a weight's gradient's shapes,
+         * K not a multiple of the threads; then with too little scratch */
+        static const int64_t k_sizes[][3] = {{64, 48, 700}, {40, 30, 501}, {128, 96, 2048}, {7, 65, 1100}};
+        for (g_ws = 1; g_ws <= 2; g_ws++)
+            for (size_t s = 0; s < sizeof k_sizes / sizeof k_sizes[0]; s++)
+                for (int ta = 0; ta < 2; ta++)
+                    for (int tb = 0; tb < 2; tb++)
+                        for (int b = 0; b < 2; b++)
+                            one_case(ta, tb, k_sizes[s][0], k_sizes[s][1], k_sizes[s][2], betas[b]);
+        g_ws = 0;
+        CHECK(ts_gemm_split_k_floats(threads, 2048, 128, 128) == 0 && ts_gemm_split_k_floats(1, 128, 128, 2048) == 0,
+              "no split where K is short or on one thread");
         ts_pool_free(g_pool);
         g_pool = NULL;
     }

@@ -6,7 +6,8 @@
  * each of its paths (Add/Sub's column pass with the bias's sums, the
  * elementwise one, the general broadcast), conv2d's input gradient on each
  * of its paths (the convolution of dy, the scatter, the 1x1 product),
- * ConvTranspose2d's and batch norm's. */
+ * ConvTranspose2d's and batch norm's; MatMul's (both operands, its
+ * weight's gradient on one thread and split along the rows over two). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,8 @@
 #include "backend/ew_math.h"
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/kernels_tensor.h"
+#include "backend/backend.h"
+#include "graph/graph.h"
 
 static void fill(float *x, int64_t n, unsigned seed) {
     for (int64_t i = 0; i < n; i++) {
@@ -88,6 +91,35 @@ static void batch_norm_case(ts_pool *p) {
     CHECK(memcmp(dx0, dx1, sizeof dx0) == 0, "batch norm backward: stored dx equals zeroed and added");
 }
 
+/* MatMul's backward through the CPU's row: x [M, K] times w ([K, N], or
+ * [N, K] for MatMulT), both gradients stored over garbage against zeroed
+ * and added, the workspace the row asks for given */
+static void matmul_case(ts_pool *p, bool t, int64_t M, int64_t K, int64_t N) {
+    const ts_kernel_row *row = &ts_backend_cpu()->kernels[t ? TS_OP_MATMUL_T : TS_OP_MATMUL];
+    ts_tensor node = {.op = t ? TS_OP_MATMUL_T : TS_OP_MATMUL};
+    ts_kctx k = {.node = &node, .n_in = 2, .pool = p, .stream = p};
+    k.in_shape[0] = (ts_shape){2, {M, K}};
+    k.in_shape[1] = t ? (ts_shape){2, {N, K}} : (ts_shape){2, {K, N}};
+    k.out_shape = (ts_shape){2, {M, N}};
+    size_t nws = row->workspace_floats(k.in_shape, &k.out_shape, ts_pool_threads(p));
+    float *x = malloc((size_t)(M * K) * sizeof *x), *w = malloc((size_t)(K * N) * sizeof *w), *d = malloc((size_t)(M * N) * sizeof *d);
+    float *dx[2] = {malloc((size_t)(M * K) * sizeof(float)), malloc((size_t)(M * K) * sizeof(float))};
+    float *dw[2] = {malloc((size_t)(K * N) * sizeof(float)), malloc((size_t)(K * N) * sizeof(float))};
+    float *ws = malloc((nws ? nws : 1) * sizeof *ws);
+    fill(x, M * K, 11), fill(w, K * N, 12), fill(d, M * N, 13);
+    memset(dx[0], 0, (size_t)(M * K) * sizeof(float)), memset(dw[0], 0, (size_t)(K * N) * sizeof(float));
+    garbage(dx[1], M * K), garbage(dw[1], K * N);
+    for (int s = 0; s < 2; s++) {
+        garbage(ws, nws ? (int64_t)nws : 1);
+        k.in[0] = x, k.in[1] = w, k.dout = d, k.din[0] = dx[s], k.din[1] = dw[s], k.din_store = s ? 3u : 0u, k.workspace = ws;
+        row->backward(&k);
+    }
+    CHECK(memcmp(dx[0], dx[1], (size_t)(M * K) * sizeof(float)) == 0 && memcmp(dw[0], dw[1], (size_t)(K * N) * sizeof(float)) == 0,
+          "%s [%lld,%lld] x [%lld,%lld] on %d threads (workspace %zu floats): stored dx and dw equal zeroed and added", t ? "MatMulT" : "MatMul",
+          (long long)M, (long long)K, (long long)K, (long long)N, ts_pool_threads(p), nws);
+    free(x), free(w), free(d), free(dx[0]), free(dx[1]), free(dw[0]), free(dw[1]), free(ws);
+}
+
 int main(void) {
     ts_pool *p = NULL;
     CHECK_OK(ts_pool_new(&p, 2), "a pool of 2 threads");
@@ -136,6 +168,17 @@ int main(void) {
     conv_case(p, "conv2d 1x1 (the product into dx)", one, false);
     conv_case(p, "ConvTranspose2d 3x3 stride 2", strided, true);
     batch_norm_case(p);
+    ts_pool *p1 = NULL;
+    CHECK_OK(ts_pool_new(&p1, 1), "a pool of 1 thread");
+    for (int t = 0; t < 2; t++) {
+        matmul_case(p, t, 600, 40, 100);   /* the weight's gradient split along the 600 rows */
+        matmul_case(p, t, 300, 128, 200);  /* split by rows of the gradient */
+        matmul_case(p1, t, 600, 40, 100); /* unsplit */
+    }
+    CHECK(ts_backend_cpu()->kernels[TS_OP_MATMUL].workspace_floats((ts_shape[]){{2, {600, 40}}, {2, {40, 100}}}, &(ts_shape){2, {600, 100}}, 2) ==
+              40 * 100,
+          "MatMul asks for a partial of the weight's gradient on 2 threads");
+    ts_pool_free(p1);
     ts_pool_free(p);
     return check_summary("test_grad_store");
 }

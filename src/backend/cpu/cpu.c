@@ -67,10 +67,17 @@ static void bwd_matmul(const ts_kctx *k) {
     ts_kctx room;
     k = ts_cpu_widen(k, &room);
     if (k->din[0] && !(done & 1u)) ts_gemm_pool(k->pool, false, !t, M, K, N, k->dout, k->in[1], b0, k->din[0]);
-    if (k->din[1] && !(done & 2u)) {
-        if (t) ts_gemm_pool(k->pool, true, false, N, K, M, k->dout, k->in[0], b1, k->din[1]);
-        else ts_gemm_pool(k->pool, true, false, K, N, M, k->in[0], k->dout, b1, k->din[1]);
+    if (k->din[1] && !(done & 2u)) { /* summed over M rows: split along them where M is long (gemm.h), in the workspace */
+        size_t ws = ts_gemm_split_k_floats(ts_pool_threads(k->pool), K, N, M);
+        if (t) ts_gemm_pool_ws(k->pool, true, false, N, K, M, k->dout, k->in[0], b1, k->din[1], k->workspace, ws);
+        else ts_gemm_pool_ws(k->pool, true, false, K, N, M, k->in[0], k->dout, b1, k->din[1], k->workspace, ws);
     }
+}
+
+/* the second operand's gradient split along the first's rows (bwd_matmul) */
+static size_t workspace_matmul(const ts_shape *in, const ts_shape *out, int threads) {
+    if (in[0].ndim != 2 || out->ndim != 2) return 0;
+    return ts_gemm_split_k_floats(threads, in[0].d[1], out->d[1], in[0].d[0]);
 }
 
 static void fwd_scale(const ts_kctx *k) { ts_scale_forward(k->pool, k->out, k->in[0], k->node->fparam, numel_out(k)); }
@@ -110,8 +117,10 @@ static void fwd_cast(const ts_kctx *k) {
 static const ts_kernel_row kernels[] = {
     [TS_OP_INPUT] = {.forward = NULL}, /* a leaf: bound, not computed */
     [TS_OP_PARAM] = {.forward = NULL}, /* a leaf: bound, not computed */
-    [TS_OP_MATMUL] = {.forward = fwd_matmul, .backward = bwd_matmul, .fuses_bias = true, .stores_din = 3u},
-    [TS_OP_MATMUL_T] = {.forward = fwd_matmul, .backward = bwd_matmul, .fuses_bias = true, .stores_din = 3u},
+    [TS_OP_MATMUL] = {.forward = fwd_matmul, .backward = bwd_matmul, .fuses_bias = true, .workspace_floats = workspace_matmul,
+                       .stores_din = 3u},
+    [TS_OP_MATMUL_T] = {.forward = fwd_matmul, .backward = bwd_matmul, .fuses_bias = true, .workspace_floats = workspace_matmul,
+                       .stores_din = 3u},
     [TS_OP_ADD] = {.forward = ts_fwd_broadcast_binary, .backward = ts_bwd_broadcast_binary, .stores_din = 3u},
     [TS_OP_SUB] = {.forward = ts_fwd_broadcast_binary, .backward = ts_bwd_broadcast_binary, .stores_din = 3u},
     [TS_OP_MUL] = {.forward = ts_fwd_broadcast_binary, .backward = ts_bwd_broadcast_binary, .stores_din = 3u},

@@ -124,6 +124,70 @@ void ts_gemm_pool(struct ts_pool *p, bool ta, bool tb, int64_t M, int64_t N, int
     gemm_pool(p, (gemm_job){ta, tb, true, M, N, K, A, B, beta, C, NULL, NULL});
 }
 
+/* A product split along K: each thread forms op(A) op(B) over its own run
+ * of K, the first into C (with beta), the others into their own [M, N] of
+ * ws; then a second job adds the partials into C by rows of C, in thread
+ * order. It pays where K is long against M and N: a weight's gradient,
+ * [out, in] summed over a batch's B*T rows. Split by rows of C, each
+ * thread packs and streams the whole of both operands' K (the batch's
+ * activations and gradients, megabytes in from L3 or memory); split along
+ * K, half of each: on the char GPT (128 channels, B*T = 2048, 2 threads)
+ * 0.07 to 0.4 ms less a gradient (docs/backend.md). The bounds depend only on K and the
+ * pool's size, so a run gives the same bits every time; the sum differs
+ * from one thread's in rounding only (as a split by rows does). */
+#define SPLIT_K_RATIO 4 /* K at least this many times the larger of M and N */
+
+static bool split_k(int threads, int64_t M, int64_t N, int64_t K) {
+    return threads > 1 && K >= SPLIT_K_RATIO * (M > N ? M : N) && K >= threads * GEMM_MIN_SPLIT && M * N * K >= GEMM_PAR_MACS;
+}
+
+size_t ts_gemm_split_k_floats(int threads, int64_t M, int64_t N, int64_t K) {
+    return split_k(threads, M, N, K) ? (size_t)(threads - 1) * (size_t)(M * N) : 0;
+}
+
+typedef struct split_job {
+    gemm_job j;
+    int parts;
+    float *ws;
+} split_job;
+
+/* parts [begin, end): part s the product over K's run [K s / parts, K (s + 1) / parts) */
+static void split_slice(void *ctx, int64_t begin, int64_t end) {
+    const split_job *s = ctx;
+    const gemm_job *j = &s->j;
+    int64_t lda = j->ta ? j->M : j->K, ldb = j->tb ? j->K : j->N;
+    for (int64_t q = begin; q < end; q++) {
+        int64_t k0 = j->K * q / s->parts, k1 = j->K * (q + 1) / s->parts;
+        const float *A = j->ta ? j->A + k0 * j->M : j->A + k0, *B = j->tb ? j->B + k0 : j->B + k0 * j->N;
+        sgemm(j->ta, j->tb, j->M, j->N, k1 - k0, A, lda, B, ldb, q ? 0.0f : j->beta, q ? s->ws + (q - 1) * j->M * j->N : j->C, j->N);
+    }
+}
+
+/* rows [begin, end) of C += the partials, in order */
+static void split_sum(void *ctx, int64_t begin, int64_t end) {
+    const split_job *s = ctx;
+    int64_t N = s->j.N;
+    float *c = s->j.C + begin * N;
+    for (int q = 1; q < s->parts; q++) {
+        const float *w = s->ws + (q - 1) * s->j.M * N + begin * N;
+        for (int64_t i = 0; i < (end - begin) * N; i++) c[i] += w[i];
+    }
+}
+
+void ts_gemm_pool_ws(struct ts_pool *p, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A, const float *B,
+                     float beta, float *C, float *ws, size_t ws_floats) {
+    int threads = ts_pool_threads(p);
+    size_t need = ts_gemm_split_k_floats(threads, M, N, K);
+    if (!ws || !need || ws_floats < need) {
+        ts_gemm_pool(p, ta, tb, M, N, K, A, B, beta, C);
+        return;
+    }
+    blas_threads(1);
+    split_job s = {{ta, tb, true, M, N, K, A, B, beta, C, NULL, NULL}, threads, ws};
+    ts_pool_for(p, threads, 1, split_slice, &s);
+    ts_pool_for(p, M, (16384 + N - 1) / N, split_sum, &s); /* a hand-off's worth of adds a slice */
+}
+
 void ts_gemm_pool_bias(struct ts_pool *p, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A, const float *B,
                        float *C, const float *bias, float *out) {
     blas_threads(1);

@@ -4,6 +4,7 @@
 #define TS_GEMM_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* C = beta*C + op(A)[M,K] op(B)[K,N]; ta/tb: the operand is stored transposed. */
@@ -15,6 +16,15 @@ void ts_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A, 
 struct ts_pool;
 void ts_gemm_pool(struct ts_pool *p, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A, const float *B,
                   float beta, float *C);
+/* ts_gemm_pool that may split the product along K over the pool's threads
+ * (each thread's partial over its run of K, then summed into C in thread
+ * order) where K is long against M and N, as a weight's gradient summed
+ * over a batch's rows: ws holds ws_floats floats of scratch, at least
+ * ts_gemm_split_k_floats(threads, M, N, K) for the split (0 where the
+ * product is not split); with less (or NULL) it is ts_gemm_pool. */
+size_t ts_gemm_split_k_floats(int threads, int64_t M, int64_t N, int64_t K);
+void ts_gemm_pool_ws(struct ts_pool *p, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A, const float *B,
+                     float beta, float *C, float *ws, size_t ws_floats);
 /* ts_gemm_pool with beta 0 that also adds a bias row to the product, each
  * slice right after its product while it is in cache (a Linear's bias Add
  * in the product's output pass): out[i, :] = C[i, :] + bias[:], the float
