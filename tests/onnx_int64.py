@@ -806,6 +806,13 @@ def test_float_exponents():
     _, want, got = both(m, {"x": x32, "e": np.array([1.0, 1.0, 0.5, 1 / 3, 1.5], np.float32)})
     for name, w, o in zip(["fed", "double_consts"], want, got):
         same(f"Pow of int32 by a float exponent ({name})", w, o)
+    # a fed one-element exponent: 2 and 3 square and cube in the type, wrapping (onnxruntime's), others in double
+    big = np.array([2**40 + 3, BIG + 1, -(2**31) - 5, 3], np.int64)
+    for t, v in ((I64, big), (TensorProto.INT32, np.array([2**20 + 3, 46341, -(2**16) - 1, 3], np.int32))):
+        m = inferred([node("Pow", ["x", "k"], ["y"])], [vi("x", t, [4]), vi("k", TensorProto.FLOAT, [1])], ["y"], [])
+        for k in (2.0, 3.0, 2.5, 1.0):
+            _, want, got = both(m, {"x": v, "k": np.array([k], np.float32)})
+            same(f"Pow of {np.dtype(v.dtype).name} by a fed one-element exponent {k}", want[0], got[0])
 
 
 def test_resize():

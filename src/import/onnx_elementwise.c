@@ -90,6 +90,21 @@ static ts_status binary_family(importer *im, const char *op, value *a, value *b,
  * constant's) */
 static bool float_exponent(const value *e) { return e->t ? e->t->dtype == TS_F32 : ts_onnx_dtype_is_float(e->c.dtype) || ts_lowbits_is(e->c.dtype); }
 
+/* onnxruntime's Pow of an integer tensor by a one-element float exponent
+ * that is 2 or 3 squares or cubes in the integer type (wrapping), not in
+ * double: r (the double power) where e is neither, else x*x or x*x*x in
+ * type dt, chosen by the fed value at the run. */
+static ts_tensor *fed_square_cube(importer *im, ts_tensor *x, ts_tensor *e, ts_tensor *r, ts_dtype dt) {
+    ts_graph *g = im->g;
+    ts_tensor *two = ts_onnx_scalar(g, "PowTwo", 2.0f), *three = ts_onnx_scalar(g, "PowThree", 3.0f);
+    ts_tensor *sq = ts_binary_typed(g, "Mul", x, x, dt);
+    ts_tensor *cube = sq ? ts_binary_typed(g, "Mul", sq, x, dt) : NULL;
+    ts_tensor *is3 = three && cube ? ts_binary(g, "Equal", e, three) : NULL;
+    ts_tensor *r3 = is3 ? ts_where(g, is3, cube, r) : NULL;
+    ts_tensor *is2 = two && r3 ? ts_binary(g, "Equal", e, two) : NULL;
+    return is2 ? ts_where(g, is2, sq, r3) : NULL;
+}
+
 /* x^e of an integer graph tensor x (its value vx) by a float exponent e,
  * as onnxruntime's: std::pow in double, cast to x's type (INT64_MIN,
  * int32's INT32_MIN, where the power is NaN, infinite or out of it): an
@@ -107,6 +122,7 @@ static ts_status float_pow(importer *im, value *vx, value *e, value *out) {
         ts_tensor *f = ts_onnx_f32_of(im, e->t, &st);
         if (!f) return st;
         r = ts_binary_typed(im->g, "Pow", x, f, dt);
+        if (r && ts_shape_numel(&f->shape) == 1) r = fed_square_cube(im, x, f, r, dt);
     } else {
         if ((st = ts_onnx_decoded(im, e))) return st;
         int64_t n = ts_shape_numel(&e->c.shape);
