@@ -12,7 +12,10 @@
  *     bf16 product with f32 accumulation: within f32's summation error of
  *     the products of the bf16-rounded operands summed in double; and the
  *     gradients of a bf16 matmul (dA, dB, both layouts of B) are such
- *     products with dC rounded to bf16;
+ *     products with dC rounded to bf16, and so are those of a bf16
+ *     batched matmul (ts_cpu_bf16_bmm: the attention's shapes, either
+ *     operand transposed, tails), one with a broadcast operand left to the
+ *     f32 route;
  * (c) by default (the kernel here) a bf16 Linear (bias fused, B
  *     transposed) and a bf16 MatMul (B as stored) train a step with their
  *     outputs such products, and the weight's gradient is the product with
@@ -288,6 +291,58 @@ static bool backward_case(ts_pool *pool, bool tb, int64_t m, int64_t n, int64_t 
     return ok;
 }
 
+/* a batched matmul (count products, A and B in bf16 cells, either stored
+ * transposed) through ts_cpu_bf16_bmm and its gradients through
+ * ts_cpu_bf16_bmm_backward, against the products of the bf16 operands
+ * (and of dC rounded to bf16) summed in double */
+static bool bmm_case(ts_pool *pool, int64_t count, int64_t m, int64_t n, int64_t k, bool ta, bool tb) {
+    int64_t sa = m * k, sb = k * n, sc = m * n;
+    operand A = make_operand(count * (ta ? k : m), ta ? m : k, ta ? m : k, false, 0.37f);
+    operand B = make_operand(count * (tb ? n : k), tb ? k : n, tb ? k : n, false, 0.11f);
+    operand dC = make_operand(count * m, n, n, true, 0.23f);
+    float *C = malloc(sizeof(float) * (size_t)(count * sc)), *dA = malloc(sizeof(float) * (size_t)(count * sa));
+    float *dB = malloc(sizeof(float) * (size_t)(count * sb));
+    for (int64_t i = 0; i < count * sc; i++) C[i] = NAN;
+    for (int64_t i = 0; i < count * sa; i++) dA[i] = 0.5f;
+    for (int64_t i = 0; i < count * sb; i++) dB[i] = -0.5f;
+    ts_shape shc = {.ndim = 4, .d = {count, 1, m, n}}, sha = {.ndim = 4, .d = {count, 1, ta ? k : m, ta ? m : k}};
+    ts_shape shb = {.ndim = 4, .d = {count, 1, tb ? n : k, tb ? k : n}};
+    bool ok = ts_cpu_bf16_bmm(pool, ta, tb, &shc, &sha, &shb, A.h, B.h, C) &&
+              ts_cpu_bf16_bmm_backward(pool, ta, tb, &shc, &sha, &shb, A.h, B.h, dC.f, dA, dB) == 3u;
+    for (int64_t c = 0; ok && c < count; c++) {
+        /* op(A) (i, q), op(B) (q, j), dC (i, j) of product c */
+#define OPA(i, q) used(&A, c * sa + (ta ? (q) * m + (i) : (i) * k + (q)))
+#define OPB(q, j) used(&B, c * sb + (tb ? (j) * k + (q) : (q) * n + (j)))
+#define DC(i, j) used(&dC, c * sc + (i) * n + (j))
+        for (int64_t i = 0; ok && i < m; i++)
+            for (int64_t j = 0; ok && j < n; j++) {
+                double s = 0, mag = 0;
+                for (int64_t q = 0; q < k; q++) s += OPA(i, q) * OPB(q, j), mag += fabs(OPA(i, q) * OPB(q, j));
+                ok = fabs(C[c * sc + i * n + j] - s) <= (double)(k + 2) * 0x1p-24 * mag;
+            }
+        for (int64_t i = 0; ok && i < m; i++)
+            for (int64_t q = 0; ok && q < k; q++) { /* dop(A) (i, q) = 0.5 + sum_j dC (i, j) op(B) (q, j) */
+                double s = 0.5, mag = 0.5;
+                for (int64_t j = 0; j < n; j++) s += DC(i, j) * OPB(q, j), mag += fabs(DC(i, j) * OPB(q, j));
+                ok = fabs(dA[c * sa + (ta ? q * m + i : i * k + q)] - s) <= (double)(n + 2) * 0x1p-24 * mag;
+            }
+        for (int64_t q = 0; ok && q < k; q++)
+            for (int64_t j = 0; ok && j < n; j++) { /* dop(B) (q, j) = -0.5 + sum_i op(A) (i, q) dC (i, j) */
+                double s = -0.5, mag = 0.5;
+                for (int64_t i = 0; i < m; i++) s += OPA(i, q) * DC(i, j), mag += fabs(OPA(i, q) * DC(i, j));
+                ok = fabs(dB[c * sb + (tb ? j * k + q : q * n + j)] - s) <= (double)(m + 2) * 0x1p-24 * mag;
+            }
+#undef OPA
+#undef OPB
+#undef DC
+    }
+    if (!ok)
+        printf("     batched: count %lld M %lld N %lld K %lld ta %d tb %d: off\n", (long long)count, (long long)m, (long long)n, (long long)k, ta,
+               tb);
+    free(A.f), free(A.h), free(B.f), free(B.h), free(dC.f), free(dC.h), free(C), free(dA), free(dB);
+    return ok;
+}
+
 static void test_kernel(void) {
     if (!ts_bf16k_built() || !ts_cpu_flags_get()->avx512_bf16) {
         printf("skip the avx512_bf16 kernel's checks: this %s\n", ts_bf16k_built() ? "CPU lacks avx512_bf16" : "build has no kernel");
@@ -313,6 +368,20 @@ static void test_kernel(void) {
                   tb ? "[N,K]" : "[K,N]");
             CHECK(backward_case(pools[2], tb, 33, 17, 9), "the same on a small product (B %s), 3 threads", tb ? "[N,K]" : "[K,N]");
         }
+        /* the attention's products of a bf16 GPT: q k^T, p v and their
+         * gradients, per (batch, head); and tails, odd K, one product */
+        static const int64_t bshapes[][4] = {{6, 64, 64, 32}, {5, 64, 32, 64}, {3, 13, 33, 7}, {1, 40, 9, 100}};
+        for (size_t s = 0; s < sizeof bshapes / sizeof bshapes[0]; s++)
+            for (int c = 0; c < 4; c++)
+                CHECK(bmm_case(pools[(s + (size_t)c) % 3], bshapes[s][0], bshapes[s][1], bshapes[s][2], bshapes[s][3], c & 1, c >> 1 & 1),
+                      "a bf16 batched matmul of %lld products M %lld N %lld K %lld (A%s, B%s), %zu threads: C, dA, dB are bf16 products "
+                      "with f32 accumulation (dC rounded to bf16)", (long long)bshapes[s][0], (long long)bshapes[s][1], (long long)bshapes[s][2],
+                      (long long)bshapes[s][3], c & 1 ? " transposed" : "", c & 2 ? " transposed" : "", (s + (size_t)c) % 3 + 1);
+        uint16_t one[4] = {0x3f80, 0x3f80, 0x3f80, 0x3f80};
+        float out[4] = {0};
+        ts_shape c2 = {.ndim = 3, .d = {2, 1, 1}}, a2 = {.ndim = 3, .d = {2, 1, 1}}, b1 = {.ndim = 3, .d = {1, 1, 1}};
+        CHECK(!ts_cpu_bf16_bmm(pools[0], false, false, &c2, &a2, &b1, one, one, out) && out[0] == 0.0f,
+              "a batched matmul whose B is broadcast over the batch is left to the f32 route (nothing written)");
     } else {
         printf("skip the gradients' checks: the route is %s\n", ts_cpu_bf16_gemm_route());
     }

@@ -266,15 +266,15 @@ static void test_gemms(void) {
             double err = 0, scale = 0;
             /* a bf16 Linear through the CPU's bf16 GEMM (sbgemm or the
              * avx512_bf16 kernel, where the CPU has the instructions:
-             * test_bf16_gemm) sums the same products in its own order:
+             * test_bf16_gemm), and a bf16 batched matmul on the kernel, sums the same products in its own order:
              * within f32's rounding of sums of terms up to 64 times the
              * largest output (a bf16 error is 2^-8); the kernel also
              * multiplies the weight's gradient with the output's gradient
              * rounded to bf16 (test_bf16_gemm checks those products):
              * within two bf16 roundings of the largest f32 gradient */
-            bool own_order = op == 0 && d == TS_BF16 &&
-                             (strstr(ts_cpu_features(), "bf16 products sbgemm") || strstr(ts_cpu_features(), "bf16 products avx512bf16"));
-            bool own_grad = op == 0 && d == TS_BF16 && strstr(ts_cpu_features(), "bf16 products avx512bf16");
+            bool kernel = strstr(ts_cpu_features(), "bf16 products avx512bf16") != NULL; /* the batched matmul's route too */
+            bool own_order = d == TS_BF16 && ((op == 0 && strstr(ts_cpu_features(), "bf16 products sbgemm")) || (op <= 1 && kernel));
+            bool own_grad = op <= 1 && d == TS_BF16 && kernel;
             float big = 0, big_g = 0;
             for (int64_t i = 0; i < ny && i < ny32; i++) big = fmaxf(big, fabsf(y32[i]));
             for (int64_t i = 0; i < nw && i < nw32; i++) big_g = fmaxf(big_g, fabsf(gw32[i]));

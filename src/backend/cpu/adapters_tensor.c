@@ -2,6 +2,7 @@
  * ops: each unpacks a node's context (ts_kctx) into the fixed-argument
  * kernels of kernels_tensor.c. */
 #include "backend/cpu/adapters.h"
+#include "backend/cpu/bf16_gemm.h"
 
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/kernels_tensor.h"
@@ -168,16 +169,29 @@ void ts_bwd_group_norm(const ts_kctx *k) {
     ts_group_norm_backward(k->pool, k->din[0], k->din[1], k->din[2], k->dout, k->in[0], k->scratch, k->in[1], N, C, k->node->attr[0], S);
 }
 
+/* bf16 cells both: the CPU's bf16 kernel where it takes them (bf16_gemm.h) */
+static bool bmm_bf16(const ts_kctx *k) { return k->in_dtype[0] == TS_BF16 && k->in_dtype[1] == TS_BF16; }
+
 void ts_fwd_bmm(const ts_kctx *k) {
+    bool ta = k->node->attr[0] != 0, tb = k->node->attr[1] != 0;
+    if (bmm_bf16(k) && ts_cpu_bf16_bmm(k->pool, ta, tb, &k->out_shape, &k->in_shape[0], &k->in_shape[1],
+                                       (const uint16_t *)(const void *)k->in[0], (const uint16_t *)(const void *)k->in[1], k->out))
+        return;
     ts_kctx room;
     k = ts_cpu_widen(k, &room);
-    ts_bmm_forward(k->pool, k->out, k->in[0], k->in[1], k->node->attr[0] != 0, k->node->attr[1] != 0, &k->out_shape, &k->in_shape[0], &k->in_shape[1]);
+    ts_bmm_forward(k->pool, k->out, k->in[0], k->in[1], ta, tb, &k->out_shape, &k->in_shape[0], &k->in_shape[1]);
 }
 void ts_bwd_bmm(const ts_kctx *k) {
+    bool ta = k->node->attr[0] != 0, tb = k->node->attr[1] != 0;
+    unsigned done = 0; /* dout rounded to bf16 for the products, as a bf16 MatMul's */
+    if (bmm_bf16(k))
+        done = ts_cpu_bf16_bmm_backward(k->pool, ta, tb, &k->out_shape, &k->in_shape[0], &k->in_shape[1], (const uint16_t *)(const void *)k->in[0],
+                                        (const uint16_t *)(const void *)k->in[1], k->dout, k->din[0], k->din[1]);
+    float *da = done & 1u ? NULL : k->din[0], *db = done & 2u ? NULL : k->din[1];
+    if (!da && !db) return;
     ts_kctx room;
     k = ts_cpu_widen(k, &room);
-    ts_bmm_backward(k->pool, k->din[0], k->din[1], k->dout, k->in[0], k->in[1], k->node->attr[0] != 0, k->node->attr[1] != 0, &k->out_shape,
-                    &k->in_shape[0], &k->in_shape[1]);
+    ts_bmm_backward(k->pool, da, db, k->dout, k->in[0], k->in[1], ta, tb, &k->out_shape, &k->in_shape[0], &k->in_shape[1]);
 }
 
 void ts_fwd_permute(const ts_kctx *k) { ts_permute_forward(k->pool, k->out, k->in[0], &k->in_shape[0], k->node->attr); }

@@ -279,8 +279,35 @@ ts_status ts_bf16k_gemm(struct ts_pool *p, int64_t M, int64_t N, int64_t K, ts_b
     return TS_OK;
 }
 
+size_t ts_bf16k_serial_words(int64_t N, int64_t K) {
+    int64_t kpad = K + (K & 1), panels = (N + NR - 1) / NR;
+    return (size_t)(panels * (kpad / 2) * NR) + (size_t)(MC / MR) * (KC / 2 * MR);
+}
+
+void ts_bf16k_gemm_serial(int64_t M, int64_t N, int64_t K, ts_bf16_mat A, ts_bf16_mat B, float beta, float *C, int64_t ldc,
+                          uint32_t *ws) {
+    if (M <= 0 || N <= 0) return;
+    if (K <= 0) {
+        ts_bf16k_gemm(NULL, M, N, K, A, B, beta, C, ldc, NULL, NULL); /* C = beta C: nothing allocated */
+        return;
+    }
+    int64_t kpad = K + (K & 1), panels = (N + NR - 1) / NR, tiles = (M + MR - 1) / MR;
+    job j = {M, N, K, kpad, ldc, A, B, beta, C, NULL, NULL, ws, false, NULL, 0};
+    j.pa = (uint32_t(*)[KC / 2 * MR])(void *)(ws + panels * (kpad / 2) * NR);
+    pack_b(&j, 0, panels);
+    slice(&j, 0, tiles);
+}
+
 #else
 bool ts_bf16k_built(void) { return false; }
+size_t ts_bf16k_serial_words(int64_t N, int64_t K) {
+    (void)N, (void)K;
+    return 0;
+}
+void ts_bf16k_gemm_serial(int64_t M, int64_t N, int64_t K, ts_bf16_mat A, ts_bf16_mat B, float beta, float *C, int64_t ldc,
+                          uint32_t *ws) {
+    (void)M, (void)N, (void)K, (void)A, (void)B, (void)beta, (void)C, (void)ldc, (void)ws;
+}
 ts_status ts_bf16k_gemm(struct ts_pool *p, int64_t M, int64_t N, int64_t K, ts_bf16_mat A, ts_bf16_mat B, float beta, float *C,
                         int64_t ldc, const float *bias, float *out) {
     (void)p, (void)M, (void)N, (void)K, (void)A, (void)B, (void)beta, (void)C, (void)ldc, (void)bias, (void)out;

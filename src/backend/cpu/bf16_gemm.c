@@ -15,6 +15,7 @@
 #include <cblas.h>
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -149,6 +150,87 @@ unsigned ts_cpu_bf16_gemm_backward(struct ts_pool *p, bool tb, int64_t M, int64_
     if (dA && ts_bf16k_gemm(p, M, K, N, dc_rows, b_rows, beta_a, dA, K, NULL, NULL) == TS_OK) done |= 1u;
     if (dB && (tb ? ts_bf16k_gemm(p, N, K, M, dc_cols, a_cols, beta_b, dB, K, NULL, NULL)
                   : ts_bf16k_gemm(p, K, N, M, a_cols, dc_cols, beta_b, dB, N, NULL, NULL)) == TS_OK)
+        done |= 2u;
+    return done;
+}
+
+/* ------------------------------------------------------ batched matmuls */
+
+/* count products C_i (ldc, stride sc floats) = beta C_i + X_i Y_i^T in
+ * the kernel's terms (X_i's rows are C's, Y_i's its columns), operand i at
+ * X.data + i * sx elements (and Y's at sy) */
+typedef struct bjob {
+    int64_t M, N, K, ldc, sx, sy, sc;
+    ts_bf16_mat X, Y;
+    float beta, *C;
+    uint32_t *ws;
+    size_t words;
+    atomic_int next; /* the slices that took their workspace */
+} bjob;
+
+static ts_bf16_mat nth(ts_bf16_mat m, int64_t i, int64_t stride) {
+    m.data = m.f32 ? (const void *)((const float *)m.data + i * stride) : (const void *)((const uint16_t *)m.data + i * stride);
+    return m;
+}
+
+static void bslice(void *vctx, int64_t begin, int64_t end) {
+    bjob *j = vctx;
+    uint32_t *ws = j->ws + j->words * (size_t)atomic_fetch_add(&j->next, 1);
+    for (int64_t i = begin; i < end; i++)
+        ts_bf16k_gemm_serial(j->M, j->N, j->K, nth(j->X, i, j->sx), nth(j->Y, i, j->sy), j->beta, j->C + i * j->sc, j->ldc, ws);
+}
+
+static bool bmm_run(struct ts_pool *p, int64_t count, int64_t M, int64_t N, int64_t K, ts_bf16_mat X, int64_t sx, ts_bf16_mat Y, int64_t sy,
+                    float beta, float *C, int64_t ldc) {
+    int t = p ? ts_pool_threads(p) : 1;
+    bjob j = {.M = M, .N = N, .K = K, .ldc = ldc, .sx = sx, .sy = sy, .sc = M * N, .X = X, .Y = Y, .beta = beta, .C = C};
+    j.words = (ts_bf16k_serial_words(N, K) + 15) / 16 * 16; /* 64-byte blocks */
+    j.ws = aligned_alloc(64, j.words * sizeof(uint32_t) * (size_t)(t > count ? count : t));
+    if (!j.ws) return false;
+    atomic_init(&j.next, 0);
+    int64_t per = M * N * (K > 0 ? K : 1), grain = MIN_MACS / (per > 0 ? per : 1);
+    ts_pool_for(p, count, grain > 1 ? grain : 1, bslice, &j);
+    free(j.ws);
+    return true;
+}
+
+/* the product count and M, N, K where the kernel's route takes the
+ * batched matmul (its batch dims unbroadcast); 0 where not */
+static int64_t bmm_dims(bool ta, const ts_shape *sc, const ts_shape *sa, const ts_shape *sb, int64_t *M, int64_t *N, int64_t *K) {
+    if (ts_cpu_bf16_route() != TS_BF16_ROUTE_AVX512BF16 || sc->ndim < 3 || sa->ndim != sc->ndim || sb->ndim != sc->ndim) return 0;
+    int64_t count = 1;
+    for (int d = 0; d < sc->ndim - 2; d++) {
+        if (sa->d[d] != sc->d[d] || sb->d[d] != sc->d[d]) return 0;
+        count *= sc->d[d];
+    }
+    *M = sc->d[sc->ndim - 2], *N = sc->d[sc->ndim - 1], *K = ta ? sa->d[sa->ndim - 2] : sa->d[sa->ndim - 1];
+    return count > 0 && *M > 0 && *N > 0 ? count : 0;
+}
+
+bool ts_cpu_bf16_bmm(struct ts_pool *p, bool ta, bool tb, const ts_shape *sc, const ts_shape *sa, const ts_shape *sb, const uint16_t *A,
+                     const uint16_t *B, float *C) {
+    int64_t M, N, K, count = bmm_dims(ta, sc, sa, sb, &M, &N, &K);
+    if (!count) return false;
+    /* op(A) (i, k) as (row, summed index); op(B) (k, j) as (column, summed index) */
+    ts_bf16_mat a = {A, false, ta ? 1 : K, ta ? M : 1}, b = {B, false, tb ? K : 1, tb ? 1 : N};
+    return bmm_run(p, count, M, N, K, a, M * K, b, K * N, 0.0f, C, N);
+}
+
+unsigned ts_cpu_bf16_bmm_backward(struct ts_pool *p, bool ta, bool tb, const ts_shape *sc, const ts_shape *sa, const ts_shape *sb,
+                                  const uint16_t *A, const uint16_t *B, const float *dC, float *dA, float *dB) {
+    int64_t M, N, K, count = bmm_dims(ta, sc, sa, sb, &M, &N, &K);
+    if (!count) return 0;
+    /* op(A) (i, k) at A[i sai + k sak], op(B) (k, j) at B[k sbk + j sbj], dC (i, j) at dC[i N + j] */
+    int64_t sai = ta ? 1 : K, sak = ta ? M : 1, sbk = tb ? 1 : N, sbj = tb ? K : 1;
+    ts_bf16_mat dc_ij = {dC, true, N, 1}, dc_ji = {dC, true, 1, N}; /* dC by rows i, by columns j */
+    ts_bf16_mat b_kj = {B, false, sbk, sbj}, a_ki = {A, false, sak, sai};
+    int64_t sA = M * K, sB = K * N, sC = M * N;
+    unsigned done = 0;
+    /* dop(A) (i, k) = sum_j dC (i, j) op(B) (k, j); stored [K, M] when ta */
+    if (dA && (ta ? bmm_run(p, count, K, M, N, b_kj, sB, dc_ij, sC, 1.0f, dA, M) : bmm_run(p, count, M, K, N, dc_ij, sC, b_kj, sB, 1.0f, dA, K)))
+        done |= 1u;
+    /* dop(B) (k, j) = sum_i op(A) (i, k) dC (i, j); stored [N, K] when tb */
+    if (dB && (tb ? bmm_run(p, count, N, K, M, dc_ji, sC, a_ki, sA, 1.0f, dB, K) : bmm_run(p, count, K, N, M, a_ki, sA, dc_ji, sC, 1.0f, dB, N)))
         done |= 2u;
     return done;
 }

@@ -51,6 +51,22 @@ bool ts_cpu_bf16_gemm(struct ts_pool *p, bool tb, int64_t M, int64_t N, int64_t 
 unsigned ts_cpu_bf16_gemm_backward(struct ts_pool *p, bool tb, int64_t M, int64_t N, int64_t K, const uint16_t *A, const uint16_t *B,
                                    const float *dC, float *dA, float beta_a, float *dB, float beta_b);
 
+/* a batched matmul (TS_OP_BATCH_MATMUL's shapes: C [..., M, N] = op(A)
+ * op(B), A [..., M, K] or [..., K, M] when ta, B [..., K, N] or
+ * [..., N, K] when tb) with A, B in bf16 cells, each product through the
+ * kernel on one thread, the pool splitting the batch. Only on the
+ * kernel's route, and only where A's and B's batch dims are C's (none
+ * broadcast); false (nothing written) elsewhere or when it found no
+ * memory: the caller widens to f32 instead. */
+bool ts_cpu_bf16_bmm(struct ts_pool *p, bool ta, bool tb, const ts_shape *sc, const ts_shape *sa, const ts_shape *sb, const uint16_t *A,
+                     const uint16_t *B, float *C);
+/* its gradients, added into dA and dB where not NULL, dC (f32) rounded to
+ * bf16 for the products (as ts_cpu_bf16_gemm_backward); returns those it
+ * added (1 dA, 2 dB): none where ts_cpu_bf16_bmm would be false, and not
+ * one that found no memory; the caller widens to f32 for the others */
+unsigned ts_cpu_bf16_bmm_backward(struct ts_pool *p, bool ta, bool tb, const ts_shape *sc, const ts_shape *sa, const ts_shape *sb,
+                                  const uint16_t *A, const uint16_t *B, const float *dC, float *dA, float *dB);
+
 /* an operand of the kernel: element (r, k) at data[r * rs + k * cs], bf16
  * cells or f32 ones (rounded to bf16 to nearest even as they are packed) */
 typedef struct ts_bf16_mat {
@@ -68,5 +84,11 @@ typedef struct ts_bf16_mat {
 bool ts_bf16k_built(void);
 ts_status ts_bf16k_gemm(struct ts_pool *p, int64_t M, int64_t N, int64_t K, ts_bf16_mat A, ts_bf16_mat B, float beta, float *C,
                         int64_t ldc, const float *bias, float *out);
+
+/* the kernel on the calling thread, its packed operands in ws (64-byte
+ * aligned, ts_bf16k_serial_words(N, K) words); no bias */
+size_t ts_bf16k_serial_words(int64_t N, int64_t K);
+void ts_bf16k_gemm_serial(int64_t M, int64_t N, int64_t K, ts_bf16_mat A, ts_bf16_mat B, float beta, float *C, int64_t ldc,
+                          uint32_t *ws);
 
 #endif
