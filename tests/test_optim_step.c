@@ -68,12 +68,14 @@ static bool same_stats(const ts_stats *a, const ts_stats *r) {
 
 /* One case of test_summarised: g and w filled by `data`, the step taken
  * summarised (in the executor's chunks of 16384, streams flushed after
- * each) and plainly on a twin. */
-static void summarised_case(const char *label, ts_optimizer o, int data) {
+ * each) and plainly on a twin; `clear`: the summarised step zeroes its
+ * gradient (SGD's as it goes, each run the one before), the twin reads a
+ * copy. */
+static void summarised_case(const char *label, ts_optimizer o, int data, bool clear) {
     enum { M = 3 * 16384 + 1000 + 5 }; /* chunks, runs, and a tail shorter than a vector */
-    float *w = malloc(M * sizeof *w), *g = malloc(M * sizeof *g), *tw = malloc(M * sizeof *tw);
+    float *w = malloc(M * sizeof *w), *g = malloc(M * sizeof *g), *tw = malloc(M * sizeof *tw), *tg = malloc(M * sizeof *tg);
     float *st = calloc(4 * (size_t)M, sizeof *st);
-    if (!w || !g || !tw || !st) {
+    if (!w || !g || !tw || !tg || !st) {
         CHECK(0, "%s: memory", label);
         goto done;
     }
@@ -92,6 +94,7 @@ static void summarised_case(const char *label, ts_optimizer o, int data) {
     }
     if (data == 4) g[20000] = NAN, g[M - 2] = NAN, w[30000] = INFINITY, w[40000] = -INFINITY; /* in runs, and in the tail */
     memcpy(tw, w, M * sizeof *w);
+    memcpy(tg, g, M * sizeof *g);
     ts_opt_state s = {.accl = st, .accl1 = st + M}, ts = {.accl = st + 2 * M, .accl1 = st + 3 * M};
     float *b2 = calloc(2 * (size_t)M, sizeof *b2);
     if (!b2) {
@@ -105,15 +108,20 @@ static void summarised_case(const char *label, ts_optimizer o, int data) {
     ts_stats_partial_init(&pp, TS_WATCH_STATS);
     for (int64_t b = 0; b < M; b += 16384) {
         ts_stats_stream gs = {0}, ps = {0};
-        ts_opt_update_summarised(&o, &c, &s, w, g, b, M - b < 16384 ? M : b + 16384, false, &gs, &gp, &ps, &pp, NULL);
+        ts_opt_update_summarised(&o, &c, &s, w, g, b, M - b < 16384 ? M : b + 16384, clear, &gs, &gp, &ps, &pp, NULL);
         ts_stats_stream_flush(&gs, &gp);
         ts_stats_stream_flush(&ps, &pp);
     }
-    ts_opt_update(&o, &tc, &ts, tw, g, 0, M);
+    ts_opt_update(&o, &tc, &ts, tw, tg, 0, M);
+    if (clear) {
+        int64_t nonzero = 0;
+        for (int i = 0; i < M; i++) nonzero += g[i] != 0.0f;
+        CHECK(nonzero == 0, "%s: the gradient is zeroed (%lld values left)", label, (long long)nonzero);
+    }
     ts_summary sg, sp, rg, rp;
     ts_stats_finish(&gp, &sg);
     ts_stats_finish(&pp, &sp);
-    ts_summarize_f32(g, M, TS_WATCH_STATS, &rg);
+    ts_summarize_f32(tg, M, TS_WATCH_STATS, &rg);
     ts_summarize_f32(tw, M, TS_WATCH_STATS, &rp);
     CHECK(memcmp(w, tw, M * sizeof *w) == 0, "%s: the summarised update's parameter is bit-identical to the plain update's", label);
     CHECK(same_stats(&sg.stats, &rg.stats), "%s: gradient zeros %lld nan %lld min %g max %g mean %.9g std %.9g (one pass: %lld %lld %g %g %.9g %.9g)",
@@ -125,13 +133,14 @@ static void summarised_case(const char *label, ts_optimizer o, int data) {
           (long long)rp.stats.neg_infs, rp.stats.min, rp.stats.max, rp.stats.mean, rp.stats.std);
     free(b2);
 done:
-    free(w), free(g), free(tw), free(st);
+    free(w), free(g), free(tw), free(tg), free(st);
 }
 
 /* The summarised update of every optimizer's loop (plain SGD and Adam sum
  * their squares by multiply-adds, SGD with momentum by a tree) over data
  * with zeros of both signs, a gradient all zero, everything positive,
- * everything negative, and NaN and Inf. */
+ * everything negative, and NaN and Inf; with the gradient kept, and
+ * zeroed as the executor's step does. */
 static void test_summarised(void) {
     static const char *const data[] = {"mixed with zeros", "zero gradient", "all positive", "all negative", "NaN and Inf"};
     const struct {
@@ -140,9 +149,11 @@ static void test_summarised(void) {
     } opts[] = {{"SGD", ts_sgd(0.1f, 0.0f, 0.0f)}, {"SGD momentum", ts_sgd(0.1f, 0.9f, 0.0f)}, {"Adam", ts_adam(1e-3f)}, {"AdamW", ts_adamw(1e-3f, 1e-2f)}};
     for (size_t k = 0; k < sizeof opts / sizeof opts[0]; k++)
         for (int d = 0; d < 5; d++) {
-            char label[96];
-            snprintf(label, sizeof label, "summarised %s, %s", opts[k].name, data[d]);
-            summarised_case(label, opts[k].o, d);
+            for (int clear = 0; clear < 2; clear++) {
+                char label[128];
+                snprintf(label, sizeof label, "summarised %s, %s%s", opts[k].name, data[d], clear ? ", gradient zeroed" : "");
+                summarised_case(label, opts[k].o, d, clear);
+            }
         }
 }
 

@@ -311,6 +311,12 @@ void ts_opt_update_summarised(const ts_optimizer *o, const ts_opt_consts *c, ts_
         /* a run with NaN or Inf: classified from memory (the gradient is cleared only after) */
         ts_vacc_run_close(&ag, mg, gp, grad + r, e - r);
         ts_vacc_run_close(&ap, mp, pp, param + r, e - r);
+        /* zeroed after its run, in one memset: zeroing each run's gradient
+         * with vector stores while the next is updated (after its NaN check)
+         * took half of the MLP's fc1 step at batch 32 from 22.4 to 18.9 us
+         * when this core had written the gradient, but from 32 to 36 us when
+         * the other core had (as the backward pass's matrix product leaves
+         * it): the loop then stalled on those stores */
         if (clear) memset(grad + r, 0, (size_t)(e - r) * sizeof(float));
     }
     if (gp) ts_vacc_finish(&ag, gs, gp);
