@@ -47,11 +47,13 @@ static int expected_what(const char *name, int *period) {
 
 /* Float data summed in short float runs then in double: agreement to ~1e-9
  * of the data's scale, whatever the slicing. */
-/* Within 1e-7 of scale. The summaries add floats in vector lanes, so a
+/* Within 5e-7 of scale. The summaries add floats in vector lanes, so a
  * std is as exact as its sums: relative to the std plus the mean's size
- * (the sum of squares cancels the mean's part), to about an ulp of float
- * whether or not the compiler fuses the multiply-adds. */
-static int close_to(double got, double want, double scale) { return fabs(got - want) <= 1e-7 * scale; }
+ * (the sum of squares cancels the mean's part), to a few ulps of float
+ * (one is 6e-8 to 1.2e-7 of the value) whether or not the compiler fuses
+ * the multiply-adds and however the threads split a tensor (each part's
+ * sums rounded, then the parts added). */
+static int close_to(double got, double want, double scale) { return fabs(got - want) <= 5e-7 * scale; }
 
 /* Compares a watch summary with ts_summarize_f32 over x[0..n). */
 static int same_summary(const ts_summary *got, const float *x, int64_t n, int what, const char *name) {
