@@ -388,16 +388,32 @@ static void test_kernel(void) {
     for (int t = 0; t < 3; t++) ts_pool_free(pools[t]);
 }
 
+static ts_bf16_want want_of(const char *value) {
+    bool known;
+    ts_bf16_want w = ts_cpu_bf16_want_parse(value, &known);
+    CHECK(known, "TS_BF16_GEMM='%s' is understood", value ? value : "(unset)");
+    return w;
+}
+
 static void test_route_pick(void) {
-    const char *why;
-    CHECK(ts_cpu_bf16_route_pick(false, true, NULL, &why) == TS_BF16_ROUTE_AVX512BF16, "no sbgemm, avx512_bf16: the kernel");
-    CHECK(ts_cpu_bf16_route_pick(true, true, NULL, &why) == TS_BF16_ROUTE_SBGEMM, "sbgemm and avx512_bf16: sbgemm");
-    CHECK(ts_cpu_bf16_route_pick(true, false, "auto", &why) == TS_BF16_ROUTE_F32, "no avx512_bf16: f32");
-    CHECK(ts_cpu_bf16_route_pick(true, false, "sbgemm", &why) == TS_BF16_ROUTE_SBGEMM, "TS_BF16_GEMM=sbgemm: sbgemm on any CPU");
-    CHECK(ts_cpu_bf16_route_pick(true, true, "avx512bf16", &why) == TS_BF16_ROUTE_AVX512BF16, "TS_BF16_GEMM=avx512bf16: the kernel");
-    CHECK(ts_cpu_bf16_route_pick(true, false, "avx512bf16", &why) == TS_BF16_ROUTE_F32 && strstr(why, "no avx512_bf16"),
-          "TS_BF16_GEMM=avx512bf16 without the instructions: f32, saying why");
-    CHECK(ts_cpu_bf16_route_pick(true, true, "f32", &why) == TS_BF16_ROUTE_F32, "TS_BF16_GEMM=f32: f32");
+    ts_bf16_pick k;
+    CHECK(ts_cpu_bf16_route_pick(false, TS_BF16K_READY, want_of(NULL)).route == TS_BF16_ROUTE_AVX512BF16, "no sbgemm, avx512_bf16: the kernel");
+    CHECK(ts_cpu_bf16_route_pick(true, TS_BF16K_READY, want_of("")).route == TS_BF16_ROUTE_SBGEMM, "sbgemm and avx512_bf16: sbgemm");
+    k = ts_cpu_bf16_route_pick(true, TS_BF16K_ABSENT, want_of("auto"));
+    CHECK(k.route == TS_BF16_ROUTE_F32 && strstr(k.why, "no avx512_bf16") && !k.warn, "no avx512_bf16: f32, saying why, no warning");
+    k = ts_cpu_bf16_route_pick(true, TS_BF16K_CAPPED, want_of("AUTO"));
+    CHECK(k.route == TS_BF16_ROUTE_F32 && strstr(k.why, "TS_CPU below avx512"), "TS_CPU below avx512: f32, naming TS_CPU (\"%s\")", k.why);
+    CHECK(ts_cpu_bf16_route_pick(true, TS_BF16K_ABSENT, want_of("sbgemm")).route == TS_BF16_ROUTE_SBGEMM, "TS_BF16_GEMM=sbgemm: sbgemm on any CPU");
+    k = ts_cpu_bf16_route_pick(false, TS_BF16K_READY, want_of("sbgemm"));
+    CHECK(k.route == TS_BF16_ROUTE_F32 && k.warn && strstr(k.warn, "BUILD_BFLOAT16"), "TS_BF16_GEMM=sbgemm without sbgemm: f32 and a warning");
+    CHECK(ts_cpu_bf16_route_pick(true, TS_BF16K_READY, want_of("avx512bf16")).route == TS_BF16_ROUTE_AVX512BF16, "TS_BF16_GEMM=avx512bf16: the kernel");
+    k = ts_cpu_bf16_route_pick(true, TS_BF16K_ABSENT, want_of("Avx512Bf16"));
+    CHECK(k.route == TS_BF16_ROUTE_F32 && strstr(k.why, "no avx512_bf16") && k.warn, "TS_BF16_GEMM=avx512bf16 without the instructions: f32, saying why");
+    k = ts_cpu_bf16_route_pick(true, TS_BF16K_CAPPED, want_of("avx512bf16"));
+    CHECK(k.route == TS_BF16_ROUTE_F32 && strstr(k.why, "TS_CPU") && k.warn, "TS_BF16_GEMM=avx512bf16 under TS_CPU's cap: f32, naming TS_CPU");
+    CHECK(ts_cpu_bf16_route_pick(true, TS_BF16K_READY, want_of("f32")).route == TS_BF16_ROUTE_F32, "TS_BF16_GEMM=f32: f32");
+    bool known = true;
+    CHECK(ts_cpu_bf16_want_parse("fast", &known) == TS_BF16_WANT_AUTO && !known, "an unknown TS_BF16_GEMM is reported and taken as auto");
 }
 
 static const char *OP[] = {"Linear (bias, B transposed)", "MatMul (B as stored)"};

@@ -53,42 +53,57 @@ static sbgemm_fn find_sbgemm(bool anywhere) {
     return fn;
 }
 
-ts_bf16_route ts_cpu_bf16_route_pick(bool have_sbgemm, bool have_kernel, const char *want, const char **why) {
-    if (want && *want && strcasecmp(want, "auto") != 0) {
-        if (strcasecmp(want, "f32") == 0) return *why = " (TS_BF16_GEMM)", TS_BF16_ROUTE_F32;
-        if (strcasecmp(want, "sbgemm") == 0) {
-            if (have_sbgemm) return *why = " (TS_BF16_GEMM)", TS_BF16_ROUTE_SBGEMM;
-            return *why = " (TS_BF16_GEMM=sbgemm, but the OpenBLAS loaded has no cblas_sbgemm)", TS_BF16_ROUTE_F32;
-        }
-        if (strcasecmp(want, "avx512bf16") == 0) {
-            if (have_kernel) return *why = " (TS_BF16_GEMM)", TS_BF16_ROUTE_AVX512BF16;
-            return *why = " (TS_BF16_GEMM=avx512bf16, but this CPU or build has no avx512_bf16)", TS_BF16_ROUTE_F32;
-        }
+ts_bf16_want ts_cpu_bf16_want_parse(const char *value, bool *known) {
+    static const struct {
+        const char *name;
+        ts_bf16_want want;
+    } names[] = {{"auto", TS_BF16_WANT_AUTO}, {"f32", TS_BF16_WANT_F32}, {"sbgemm", TS_BF16_WANT_SBGEMM}, {"avx512bf16", TS_BF16_WANT_AVX512BF16}};
+    *known = true;
+    if (!value || !*value) return TS_BF16_WANT_AUTO;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcasecmp(value, names[i].name) == 0) return names[i].want;
+    *known = false;
+    return TS_BF16_WANT_AUTO;
+}
+
+ts_bf16_pick ts_cpu_bf16_route_pick(bool have_sbgemm, ts_bf16_kernel kernel, ts_bf16_want want) {
+    const char *no_kernel = kernel == TS_BF16K_CAPPED ? " (TS_CPU below avx512)" : " (no avx512_bf16)";
+    switch (want) {
+    case TS_BF16_WANT_F32: return (ts_bf16_pick){TS_BF16_ROUTE_F32, " (TS_BF16_GEMM)", NULL};
+    case TS_BF16_WANT_SBGEMM:
+        if (have_sbgemm) return (ts_bf16_pick){TS_BF16_ROUTE_SBGEMM, " (TS_BF16_GEMM)", NULL};
+        return (ts_bf16_pick){TS_BF16_ROUTE_F32, " (TS_BF16_GEMM=sbgemm, but the OpenBLAS loaded has no cblas_sbgemm)",
+                              "TS_BF16_GEMM=sbgemm: the OpenBLAS loaded has no cblas_sbgemm (build OpenBLAS with BUILD_BFLOAT16=1); "
+                              "bf16 matmuls widen to f32"};
+    case TS_BF16_WANT_AVX512BF16:
+        if (kernel == TS_BF16K_READY) return (ts_bf16_pick){TS_BF16_ROUTE_AVX512BF16, " (TS_BF16_GEMM)", NULL};
+        return (ts_bf16_pick){TS_BF16_ROUTE_F32,
+                              kernel == TS_BF16K_CAPPED ? " (TS_BF16_GEMM=avx512bf16, but TS_CPU is below avx512)"
+                                                        : " (TS_BF16_GEMM=avx512bf16, but this CPU or build has no avx512_bf16)",
+                              "TS_BF16_GEMM=avx512bf16: this CPU (or TS_CPU, or this build) has no avx512_bf16; bf16 matmuls widen to f32"};
+    case TS_BF16_WANT_AUTO: break;
     }
-    if (!have_kernel) return *why = " (no avx512_bf16)", TS_BF16_ROUTE_F32;
-    if (have_sbgemm) return *why = "", TS_BF16_ROUTE_SBGEMM;
-    return *why = " (the OpenBLAS loaded has no cblas_sbgemm)", TS_BF16_ROUTE_AVX512BF16;
+    if (kernel != TS_BF16K_READY) return (ts_bf16_pick){TS_BF16_ROUTE_F32, no_kernel, NULL};
+    if (have_sbgemm) return (ts_bf16_pick){TS_BF16_ROUTE_SBGEMM, "", NULL};
+    return (ts_bf16_pick){TS_BF16_ROUTE_AVX512BF16, " (the OpenBLAS loaded has no cblas_sbgemm)", NULL};
 }
 
 static void init(void) {
-    const char *want = getenv("TS_BF16_GEMM"), *why = "";
-    sbgemm = find_sbgemm(want && !strcasecmp(want, "sbgemm"));
+    const char *value = getenv("TS_BF16_GEMM");
+    bool known;
+    ts_bf16_want want = ts_cpu_bf16_want_parse(value, &known);
+    if (!known) ts_logf(TS_LOG_WARN, "TS_BF16_GEMM='%s' is not understood (use auto, sbgemm, avx512bf16 or f32); taken as auto", value);
+    sbgemm = find_sbgemm(want == TS_BF16_WANT_SBGEMM);
     /* the kernel needs avx512_bf16 and the avx512 level's others (TS_CPU
      * below avx512 leaves it out, as it does the avx512 kernels) */
-    bool kernel = ts_bf16k_built() && ts_cpu_flags_get()->avx512_bf16 && ts_cpu_level() >= TS_CPU_AVX512;
-    if (want && *want && strcasecmp(want, "auto") && strcasecmp(want, "f32") && strcasecmp(want, "sbgemm") &&
-        strcasecmp(want, "avx512bf16"))
-        ts_logf(TS_LOG_WARN, "TS_BF16_GEMM='%s' is not understood (use auto, sbgemm, avx512bf16 or f32); taken as auto", want);
-    taken = ts_cpu_bf16_route_pick(sbgemm != NULL, kernel, want, &why);
-    if (!kernel && ts_bf16k_built() && ts_cpu_flags_get()->avx512_bf16 && strstr(why, "no avx512_bf16"))
-        why = " (TS_CPU below avx512)";
-    if (want && !strcasecmp(want, "sbgemm") && !sbgemm)
-        ts_logf(TS_LOG_WARN, "TS_BF16_GEMM=sbgemm: the OpenBLAS loaded has no cblas_sbgemm (build OpenBLAS with BUILD_BFLOAT16=1); "
-                             "bf16 matmuls widen to f32");
-    if (want && !strcasecmp(want, "avx512bf16") && !kernel)
-        ts_logf(TS_LOG_WARN, "TS_BF16_GEMM=avx512bf16: this CPU (or TS_CPU, or this build) has no avx512_bf16; bf16 matmuls widen to f32");
+    ts_bf16_kernel kernel = !ts_bf16k_built() || !ts_cpu_flags_get()->avx512_bf16 ? TS_BF16K_ABSENT
+                            : ts_cpu_level() < TS_CPU_AVX512                      ? TS_BF16K_CAPPED
+                                                                                  : TS_BF16K_READY;
+    ts_bf16_pick pick = ts_cpu_bf16_route_pick(sbgemm != NULL, kernel, want);
+    if (pick.warn) ts_logf(TS_LOG_WARN, "%s", pick.warn);
+    taken = pick.route;
     static const char *names[] = {"f32", "sbgemm", "avx512bf16"};
-    snprintf(route, sizeof route, "%s%s", names[taken], why);
+    snprintf(route, sizeof route, "%s%s", names[taken], pick.why);
 }
 
 ts_bf16_route ts_cpu_bf16_route(void) {

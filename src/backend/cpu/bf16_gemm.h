@@ -22,10 +22,22 @@ struct ts_pool;
  * tensorscope's own avx512_bf16 kernel (bf16_avx512.c), or f32 (the
  * operands widened, the f32 GEMM) */
 typedef enum ts_bf16_route { TS_BF16_ROUTE_F32, TS_BF16_ROUTE_SBGEMM, TS_BF16_ROUTE_AVX512BF16 } ts_bf16_route;
-/* the choice for an OpenBLAS with or without sbgemm, a CPU (and build)
- * that can or cannot run the kernel, and TS_BF16_GEMM's value (NULL:
- * auto); *why: the reason shown after the route's name ("" or " (...)") */
-ts_bf16_route ts_cpu_bf16_route_pick(bool have_sbgemm, bool have_kernel, const char *want, const char **why);
+/* TS_BF16_GEMM's value: NULL, "" or "auto" AUTO, else the route it
+ * names (any case); *known false for a value it does not name (then AUTO) */
+typedef enum ts_bf16_want { TS_BF16_WANT_AUTO, TS_BF16_WANT_F32, TS_BF16_WANT_SBGEMM, TS_BF16_WANT_AVX512BF16 } ts_bf16_want;
+ts_bf16_want ts_cpu_bf16_want_parse(const char *value, bool *known);
+/* whether the kernel can run: the build or the CPU lacks avx512_bf16, the
+ * CPU has it but TS_CPU keeps the level below avx512, or it can */
+typedef enum ts_bf16_kernel { TS_BF16K_ABSENT, TS_BF16K_CAPPED, TS_BF16K_READY } ts_bf16_kernel;
+/* the route for an OpenBLAS with or without sbgemm, the kernel's state and
+ * what TS_BF16_GEMM asks; why: the reason shown after the route's name
+ * ("" or " (...)"); warn: what to log where the request cannot be met,
+ * else NULL */
+typedef struct ts_bf16_pick {
+    ts_bf16_route route;
+    const char *why, *warn;
+} ts_bf16_pick;
+ts_bf16_pick ts_cpu_bf16_route_pick(bool have_sbgemm, ts_bf16_kernel kernel, ts_bf16_want want);
 /* the route this process took */
 ts_bf16_route ts_cpu_bf16_route(void);
 /* whether the bf16 matmuls go through sbgemm or the kernel (decided once) */
