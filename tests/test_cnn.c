@@ -315,6 +315,15 @@ static void kernel_oracles(void)
         conv_case(p, 1, 256, 36, 36, 16, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1);      /* 1x1: the input is its columns, three chunks */
         conv_case(p, 1, 512, 14, 14, 64, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 2);      /* 1x1 in two groups, split by channels */
         conv_case(p, 1, 3, 45, 45, 16, 7, 7, 2, 2, 3, 3, 3, 3, 1, 1, 1);        /* the 7x7 stem, stride 2 */
+        /* strided: im2col's bounds; the weight gradient of up to 32
+         * output channels (one group) taken as its transpose (dw_turned),
+         * of more as it is */
+        conv_case(p, 2, 6, 11, 10, 8, 2, 2, 3, 3, 1, 0, 0, 1, 1, 1, 1);         /* 2x2 stride 3: rows and columns no tap reads */
+        conv_case(p, 2, 4, 9, 12, 6, 3, 3, 2, 1, 1, 1, 1, 1, 1, 1, 1);          /* stride 2 down, 1 across */
+        conv_case(p, 2, 3, 6, 6, 4, 3, 3, 2, 2, 5, 5, 5, 5, 1, 1, 1);           /* padding past the window */
+        conv_case(p, 3, 16, 12, 12, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1);       /* 32 channels: dW turned, partials of 2 threads */
+        conv_case(p, 2, 64, 16, 16, 64, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1);       /* 64 channels: dW not turned */
+        conv_case(p, 1, 256, 32, 32, 64, 1, 1, 2, 2, 0, 0, 0, 0, 1, 1, 2);      /* 1x1 stride 2 in two groups, one sample shared */
         /* stride 1: the input gradient as a convolution of dy with the
          * turned weights, dy padded by K-1-P; padding past K-1 keeps the
          * scatter (col2im) */
