@@ -1484,11 +1484,11 @@ static void bn_fwd_channels(void *vj, int64_t begin, int64_t end) {
         double mean, var;
         if (j->batch) {
             double s = 0, ss = 0;
-            for (int64_t n = 0; n < j->N; n++) s += ts_lane_sum(j->x + (n * j->C + c) * j->inner, 0.0f, NULL, 0.0f, j->inner);
+            for (int64_t n = 0; n < j->N; n++) s += ts_lane_sum32(j->x + (n * j->C + c) * j->inner, 0.0f, NULL, 0.0f, j->inner);
             mean = s / (double)M;
             for (int64_t n = 0; n < j->N; n++) {
                 const float *r = j->x + (n * j->C + c) * j->inner;
-                ss += ts_lane_sum(r, (float)mean, r, (float)mean, j->inner);
+                ss += ts_lane_sum32(r, (float)mean, r, (float)mean, j->inner);
             }
             var = ss / (double)M;
             if (j->update) {
@@ -1521,8 +1521,8 @@ static void bn_bwd_channels(void *vj, int64_t begin, int64_t end) {
         double sdy = 0, sdyx = 0;
         for (int64_t n = 0; n < j->N; n++) {
             const float *r = j->x + (n * j->C + c) * j->inner, *d = j->dy + (n * j->C + c) * j->inner;
-            sdy += ts_lane_sum(d, 0.0f, NULL, 0.0f, j->inner);
-            sdyx += ts_lane_sum(d, 0.0f, r, m, j->inner) * invstd;
+            sdy += ts_lane_sum32(d, 0.0f, NULL, 0.0f, j->inner);
+            sdyx += ts_lane_sum32(d, 0.0f, r, m, j->inner) * invstd;
         }
         if (j->dw) j->dw[c] += (float)sdyx;
         if (j->db) j->db[c] += (float)sdy;
