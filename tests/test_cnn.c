@@ -24,6 +24,7 @@
 
 #include "check.h"
 #include "backend/cpu/cnn.h"
+#include "backend/cpu/lane_sum.h"
 #include "tensorscope.h"
 
 #include "rand.h"
@@ -315,6 +316,15 @@ static void kernel_oracles(void)
         conv_case(p, 1, 256, 36, 36, 16, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1);      /* 1x1: the input is its columns, three chunks */
         conv_case(p, 1, 512, 14, 14, 64, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 2);      /* 1x1 in two groups, split by channels */
         conv_case(p, 1, 3, 45, 45, 16, 7, 7, 2, 2, 3, 3, 3, 3, 1, 1, 1);        /* the 7x7 stem, stride 2 */
+        /* strided: im2col's bounds; the weight gradient of up to 32
+         * output channels (one group) taken as its transpose (dw_turned),
+         * of more as it is */
+        conv_case(p, 2, 6, 11, 10, 8, 2, 2, 3, 3, 1, 0, 0, 1, 1, 1, 1);         /* 2x2 stride 3: rows and columns no tap reads */
+        conv_case(p, 2, 4, 9, 12, 6, 3, 3, 2, 1, 1, 1, 1, 1, 1, 1, 1);          /* stride 2 down, 1 across */
+        conv_case(p, 2, 3, 6, 6, 4, 3, 3, 2, 2, 5, 5, 5, 5, 1, 1, 1);           /* padding past the window */
+        conv_case(p, 3, 16, 12, 12, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1);       /* 32 channels: dW turned, partials of 2 threads */
+        conv_case(p, 2, 64, 16, 16, 64, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1);       /* 64 channels: dW not turned */
+        conv_case(p, 1, 256, 32, 32, 64, 1, 1, 2, 2, 0, 0, 0, 0, 1, 1, 2);      /* 1x1 stride 2 in two groups, one sample shared */
         /* stride 1: the input gradient as a convolution of dy with the
          * turned weights, dy padded by K-1-P; padding past K-1 keeps the
          * scatter (col2im) */
@@ -693,8 +703,54 @@ static void dropout(void)
     free(R), free(m1), free(m2), free(m3), free(g1), free(g2), free(g3);
 }
 
+/* batch norm's sums (ts_lane_sum32) in their stated order, bit for bit:
+ * per block of 256, 32 float lanes, lanes k, k+8, k+16, k+24 folded in
+ * float, those 8 added in double; the last n mod 32 in 8 lanes the same
+ * way; and ts_lane_sum's 8 lanes unchanged */
+static double lanes_by_hand(const float *a, float ma, const float *b, float mb, int64_t n, int L)
+{
+    double t = 0;
+    int64_t i = 0, end = n - n % L;
+    while (i < end) {
+        int64_t stop = end - i > 256 ? i + 256 : end;
+        float acc[32] = {0};
+        for (; i < stop; i += L)
+            for (int k = 0; k < L; k++)
+                acc[k] += b ? (a[i + k] - ma) * (b[i + k] - mb) : a[i + k] - ma;
+        for (int k = 0; k < 8; k++) {
+            float lane = acc[k];
+            for (int q = 8; q < L; q += 8)
+                lane += acc[q + k];
+            t += lane;
+        }
+    }
+    for (; i < n; i++)
+        t += (double)(a[i] - ma) * (b ? (double)(b[i] - mb) : 1.0);
+    return t;
+}
+
+static void lane_sums(void)
+{
+    enum { MAX = 1100 };
+    static float a[MAX], b[MAX];
+    for (int i = 0; i < MAX; i++)
+        a[i] = (float)sin(0.37 * i) * 3.0f + 1.0f, b[i] = (float)cos(0.11 * i) - 0.5f;
+    static const int64_t ns[] = {0, 7, 31, 32, 33, 64, 100, 256, 257, 1024, 1100};
+    int bad = 0;
+    for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++) {
+        int64_t n = ns[k], m = n - n % 32;
+        double w1 = lanes_by_hand(a, 0.5f, NULL, 0.0f, m, 32) + lanes_by_hand(a + m, 0.5f, NULL, 0.0f, n - m, 8);
+        double w2 = lanes_by_hand(a, 0.5f, b, -0.25f, m, 32) + lanes_by_hand(a + m, 0.5f, b + m, -0.25f, n - m, 8);
+        bad += ts_lane_sum32(a, 0.5f, NULL, 0.0f, n) != w1 || ts_lane_sum32(a, 0.5f, b, -0.25f, n) != w2;
+        bad += ts_lane_sum(a, 0.5f, NULL, 0.0f, n) != lanes_by_hand(a, 0.5f, NULL, 0.0f, n, 8) ||
+               ts_lane_sum(a, 0.5f, b, -0.25f, n) != lanes_by_hand(a, 0.5f, b, -0.25f, n, 8);
+    }
+    CHECK(bad == 0, "batch norm's sums in 32 lanes and the 8-lane sums, bit for bit in their stated order (%d lengths wrong)", bad);
+}
+
 int main(void)
 {
+    lane_sums();
     kernel_oracles();
     infer_oracles();
     build_errors();

@@ -6,7 +6,7 @@
  * each of its paths (Add/Sub's column pass with the bias's sums, the
  * elementwise one, the general broadcast), conv2d's input gradient on each
  * of its paths (the convolution of dy, the scatter, the 1x1 product),
- * ConvTranspose2d's and batch norm's; MatMul's (both operands, its
+ * ConvTranspose2d's, batch norm's and ReLU's; MatMul's (both operands, its
  * weight's gradient on one thread and split along the rows over two). */
 #include <math.h>
 #include <stdlib.h>
@@ -91,6 +91,30 @@ static void batch_norm_case(ts_pool *p) {
     CHECK(memcmp(dx0, dx1, sizeof dx0) == 0, "batch norm backward: stored dx equals zeroed and added");
 }
 
+/* ReLU's backward through the CPU's row: the row says it stores, and the
+ * stored dx (over garbage) equals zeroed and added, at the kink (out 0),
+ * below it and at a NaN output (which passes the gradient) */
+static void relu_case(ts_pool *p) {
+    enum { N = 3 * 16384 + 17 };
+    static float x[N], out[N], d[N], dx0[N], dx1[N];
+    const ts_kernel_row *row = &ts_backend_cpu()->kernels[TS_OP_RELU];
+    CHECK(row->stores_din & 1u, "ReLU's CPU row stores its input's gradient");
+    ts_tensor node = {.op = TS_OP_RELU};
+    ts_kctx k = {.node = &node, .n_in = 1, .pool = p, .stream = p};
+    k.in_shape[0] = k.out_shape = (ts_shape){1, {N}};
+    fill(x, N, 14), fill(d, N, 15);
+    for (int64_t i = 0; i < N; i += 7) x[i] = 0.0f;
+    x[5] = NAN;
+    ts_relu_forward(p, out, x, N);
+    memset(dx0, 0, sizeof dx0), garbage(dx1, N);
+    float *dx[2] = {dx0, dx1};
+    for (int s = 0; s < 2; s++) {
+        k.in[0] = x, k.out = out, k.dout = d, k.din[0] = dx[s], k.din_store = s ? 1u : 0u;
+        row->backward(&k);
+    }
+    CHECK(memcmp(dx0, dx1, sizeof dx0) == 0 && dx0[0] == 0.0f && dx0[5] == d[5], "ReLU backward: stored dx equals zeroed and added");
+}
+
 /* MatMul's backward through the CPU's row: x [M, K] times w ([K, N], or
  * [N, K] for MatMulT), both gradients stored over garbage against zeroed
  * and added, the workspace the row asks for given */
@@ -168,6 +192,7 @@ int main(void) {
     conv_case(p, "conv2d 1x1 (the product into dx)", one, false);
     conv_case(p, "ConvTranspose2d 3x3 stride 2", strided, true);
     batch_norm_case(p);
+    relu_case(p);
     ts_pool *p1 = NULL;
     CHECK_OK(ts_pool_new(&p1, 1), "a pool of 1 thread");
     for (int t = 0; t < 2; t++) {

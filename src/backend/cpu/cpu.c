@@ -83,7 +83,10 @@ static size_t workspace_matmul(const ts_shape *in, const ts_shape *out, int thre
 static void fwd_scale(const ts_kctx *k) { ts_scale_forward(k->pool, k->out, k->in[0], k->node->fparam, numel_out(k)); }
 static void bwd_scale(const ts_kctx *k) { ts_scale_backward(k->pool, k->din[0], k->dout, k->node->fparam, numel_out(k)); }
 static void fwd_relu(const ts_kctx *k) { ts_relu_forward(k->pool, k->out, k->in[0], numel_out(k)); }
-static void bwd_relu(const ts_kctx *k) { ts_relu_backward(k->pool, k->din[0], k->dout, k->out, numel_out(k)); }
+static void bwd_relu(const ts_kctx *k) {
+    if (k->din_store & 1u) ts_relu_backward_store(k->pool, k->din[0], k->dout, k->out, numel_out(k));
+    else ts_relu_backward(k->pool, k->din[0], k->dout, k->out, numel_out(k));
+}
 static void fwd_log(const ts_kctx *k) { ts_log_forward(k->pool, k->out, k->in[0], numel_out(k)); }
 static void bwd_log(const ts_kctx *k) { ts_log_backward(k->pool, k->din[0], k->dout, k->in[0], numel_out(k)); }
 
@@ -125,7 +128,7 @@ static const ts_kernel_row kernels[] = {
     [TS_OP_SUB] = {.forward = ts_fwd_broadcast_binary, .backward = ts_bwd_broadcast_binary, .stores_din = 3u},
     [TS_OP_MUL] = {.forward = ts_fwd_broadcast_binary, .backward = ts_bwd_broadcast_binary, .stores_din = 3u},
     [TS_OP_SCALE] = {.forward = fwd_scale, .backward = bwd_scale},
-    [TS_OP_RELU] = {.forward = fwd_relu, .backward = bwd_relu},
+    [TS_OP_RELU] = {.forward = fwd_relu, .backward = bwd_relu, .stores_din = 1u},
     [TS_OP_LOG] = {.forward = fwd_log, .backward = bwd_log},
     [TS_OP_RESHAPE] = {.forward = fwd_copy, .backward = bwd_copy},
     [TS_OP_FLATTEN] = {.forward = fwd_copy, .backward = bwd_copy},

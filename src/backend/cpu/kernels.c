@@ -220,7 +220,7 @@ void ts_binary_backward_store(ts_pool *p, int kind, float *da, float *db, const 
 
 /* ---- unary elementwise */
 
-enum { U_SCALE_F, U_SCALE_B, U_RELU_F, U_RELU_B, U_LOG_F, U_LOG_B, U_COPY_F, U_ZERO, U_ACC };
+enum { U_SCALE_F, U_SCALE_B, U_RELU_F, U_RELU_B, U_LOG_F, U_LOG_B, U_COPY_F, U_ZERO, U_ACC, U_RELU_BS };
 
 static void unary_slice(void *vctx, int64_t begin, int64_t end) {
     const ew *e = vctx;
@@ -235,6 +235,7 @@ static void unary_slice(void *vctx, int64_t begin, int64_t end) {
     /* the kink at 0 takes gradient 0 and a NaN output passes it, as PyTorch's
      * threshold backward (zero where out <= 0) */
     case U_RELU_B: for (int64_t i = begin; i < end; i++) o[i] += b[i] <= 0.0f ? 0.0f : a[i]; break;
+    case U_RELU_BS: for (int64_t i = begin; i < end; i++) o[i] = b[i] <= 0.0f ? 0.0f : a[i]; break; /* the first writer: stored */
     case U_LOG_F: for (int64_t i = begin; i < end; i++) o[i] = logf(a[i]); break;
     case U_LOG_B: for (int64_t i = begin; i < end; i++) o[i] += a[i] / b[i]; break;
     case U_COPY_F: memcpy(o + begin, a + begin, (size_t)(end - begin) * sizeof(float)); break;
@@ -252,6 +253,7 @@ void ts_scale_forward(ts_pool *p, float *out, const float *x, float s, int64_t n
 void ts_scale_backward(ts_pool *p, float *dx, const float *dout, float s, int64_t n) { unary(p, U_SCALE_B, dx, dout, NULL, s, n); }
 void ts_relu_forward(ts_pool *p, float *out, const float *x, int64_t n) { unary(p, U_RELU_F, out, x, NULL, 0, n); }
 void ts_relu_backward(ts_pool *p, float *dx, const float *dout, const float *out, int64_t n) { unary(p, U_RELU_B, dx, dout, out, 0, n); }
+void ts_relu_backward_store(ts_pool *p, float *dx, const float *dout, const float *out, int64_t n) { unary(p, U_RELU_BS, dx, dout, out, 0, n); }
 void ts_log_forward(ts_pool *p, float *out, const float *x, int64_t n) { unary(p, U_LOG_F, out, x, NULL, 0, n); }
 void ts_log_backward(ts_pool *p, float *dx, const float *dout, const float *x, int64_t n) { unary(p, U_LOG_B, dx, dout, x, 0, n); }
 void ts_copy_forward(ts_pool *p, float *out, const float *x, int64_t n) { unary(p, U_COPY_F, out, x, NULL, 0, n); }

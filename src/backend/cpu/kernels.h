@@ -34,9 +34,11 @@ void ts_sum_rows(ts_pool *p, int64_t rows, int64_t cols, ts_rows_sum_fn fn, void
 /* out[n] = s * x[n];  dx[n] += s * dout[n] */
 void ts_scale_forward(ts_pool *p, float *out, const float *x, float s, int64_t n);
 void ts_scale_backward(ts_pool *p, float *dx, const float *dout, float s, int64_t n);
-/* out[n] = max(x, 0), NaN kept;  dx[n] += dout * !(out <= 0) */
+/* out[n] = max(x, 0), NaN kept;  dx[n] += dout * !(out <= 0) (_store: dx[n] =, the
+ * gradient's first writer, so that it needs no zeroing first) */
 void ts_relu_forward(ts_pool *p, float *out, const float *x, int64_t n);
 void ts_relu_backward(ts_pool *p, float *dx, const float *dout, const float *out, int64_t n);
+void ts_relu_backward_store(ts_pool *p, float *dx, const float *dout, const float *out, int64_t n);
 /* out[n] = log(x);  dx[n] += dout / x */
 void ts_log_forward(ts_pool *p, float *out, const float *x, int64_t n);
 void ts_log_backward(ts_pool *p, float *dx, const float *dout, const float *x, int64_t n);
