@@ -16,7 +16,7 @@
  * values as the twin's products do: the same GPT pair in bf16, and q, k, v
  * parameters under a causal mask over two tiles of keys and under a
  * padding mask with a sample whose keys are all masked, the loss and
- * every gradient against the twin's. Rounding onto bf16 keeps
+ * every gradient against the twin's (and the causal case in f16). Rounding onto bf16 keeps
  * two runs that differ only in the order of their f32 sums apart by a
  * whole bf16 step where a value lies at a rounding boundary, so the
  * comparison is: nearly every value to f32 rounding, every value within
@@ -45,6 +45,7 @@ static ts_model *model(ts_graph *g, ts_tensor *loss, ts_dtype precision, const c
     bool anchor_probs = probs != NULL;
     ts_options *o = ts_options_new();
     if (precision != TS_F32) ts_options_set_precision(o, precision);
+    ts_options_set_loss_scaling(o, 0, 65536.0f, 2.0f, 0.5f, 2000); /* gradients compared as computed */
     ts_options_anchor(o, "loss", ts_tensor_name(loss), TS_OUTPUT_ALL, 0);
     for (size_t i = 0; i < ts_graph_tensor_count(g); i++) {
         ts_tensor *t = ts_graph_tensor_at(g, i);
@@ -169,8 +170,8 @@ static void gpt_bf16(void) {
 
 /* softmax(q k^T / sqrt(D), masked) v on q, k, v parameters [NB,NH,TT,SD]
  * (the same random values in both graphs), a mask of shape m (fed), the
- * loss sum(o * w) for a fed random w; the one pass against the twin in
- * bf16: the loss, q's, k's and v's gradients */
+ * loss sum(o * w) for a fed random w; the one pass against the twin at a
+ * 16-bit precision: the loss, q's, k's and v's gradients */
 enum { NB = 2, NH = 2, SD = 16 };
 
 static ts_tensor *masked_graph(ts_graph *g, int64_t TT, int nm, const int64_t *m, const float *init, const char **probs) {
@@ -190,7 +191,7 @@ static ts_tensor *masked_graph(ts_graph *g, int64_t TT, int nm, const int64_t *m
     return ts_sum(g, ts_mul(g, o, w));
 }
 
-static void masked_case(const char *what, int64_t TT, int nm, const int64_t *m, const int32_t *mask) {
+static void masked_case(const char *what, ts_dtype precision, int64_t TT, int nm, const int64_t *m, const int32_t *mask) {
     int64_t n = NB * NH * TT * SD, mn = 1;
     for (int i = 0; i < nm; i++) mn *= m[i];
     float *init = malloc((size_t)(3 * n) * sizeof *init), *w = malloc((size_t)n * sizeof *w);
@@ -199,13 +200,13 @@ static void masked_case(const char *what, int64_t TT, int nm, const int64_t *m, 
     ts_graph *gf = ts_graph_new(1), *gu = ts_graph_new(1);
     const char *probs = NULL;
     ts_tensor *lf = masked_graph(gf, TT, nm, m, init, &probs), *lu = masked_graph(gu, TT, nm, m, init, &probs);
-    ts_model *mf = model(gf, lf, TS_BF16, NULL, 0), *mu = model(gu, lu, TS_BF16, probs, 1);
+    ts_model *mf = model(gf, lf, precision, NULL, 0), *mu = model(gu, lu, precision, probs, 1);
     const char *in_names[2] = {"mask", "w"};
     ts_array in[2] = {ts_array_i32((int32_t *)mask, nm, m), ts_array_f32(w, 4, (int64_t[]){NB, NH, TT, SD})};
     if (mf && mu) {
         ts_metrics_reset();
         CHECK_OK(ts_model_run(mf, in_names, in, 2), "%s: the one pass", what);
-        CHECK(timed("Attention") && !timed("Softmax"), "%s: the one pass ran in bf16", what);
+        CHECK(timed("Attention") && !timed("Softmax"), "%s: the one pass ran", what);
         CHECK_OK(ts_model_run(mu, in_names, in, 2), "%s: the unfused ops", what);
         printf("%s:\n", what);
         compare_anchor(mf, mu, "loss", 1e-5, 1e-5);
@@ -222,10 +223,11 @@ static void masks_bf16(void) {
     int32_t *causal = malloc(TC * TC * sizeof *causal);
     for (int i = 0; i < TC; i++)
         for (int j = 0; j < TC; j++) causal[i * TC + j] = j > i;
-    masked_case("bf16, causal mask, T = 70", TC, 2, (int64_t[]){TC, TC}, causal);
+    masked_case("bf16, causal mask, T = 70", TS_BF16, TC, 2, (int64_t[]){TC, TC}, causal);
+    masked_case("f16, causal mask, T = 70", TS_F16, TC, 2, (int64_t[]){TC, TC}, causal);
     int32_t pad[NB * TP]; /* sample 0: its last 7 keys padding; sample 1: every key */
     for (int j = 0; j < TP; j++) pad[j] = j >= TP - 7, pad[TP + j] = 1;
-    masked_case("bf16, padding mask, a sample all padding", TP, 4, (int64_t[]){NB, 1, 1, TP}, pad);
+    masked_case("bf16, padding mask, a sample all padding", TS_BF16, TP, 4, (int64_t[]){NB, 1, 1, TP}, pad);
     free(causal);
 }
 

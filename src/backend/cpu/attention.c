@@ -45,20 +45,24 @@ static int64_t up16(int64_t n) { return (n + 15) / 16 * 16; }
 typedef struct copy_slot {
     float *k, *v, *dk, *dv, *q, *dout, *dq, *p, *p16, *dp, *rows;
     int64_t ld;
+    uint32_t *packed; /* the bf16 kernel's packed operands (64-byte aligned) */
 } copy_slot;
+
+static int64_t max3(int64_t a, int64_t b, int64_t c) { return a > b ? (a > c ? a : c) : (b > c ? b : c); }
 
 static copy_slot copy_layout(const ts_attn_geom *g, float *ws, size_t *floats) {
     copy_slot c = {.ld = up16(g->S)};
-    int64_t sizes[10] = {g->S * g->D, g->S * g->Dv, g->S * g->D, g->S * g->Dv, ATT_QB * g->D, ATT_QB * g->Dv, ATT_QB * g->D,
-                         ATT_QB * c.ld, ATT_QB * c.ld, ATT_QB * c.ld};
-    float **at[10] = {&c.k, &c.v, &c.dk, &c.dv, &c.q, &c.dout, &c.dq, &c.p, &c.p16, &c.dp};
+    int64_t big = max3(g->S, g->D, g->Dv), words = (int64_t)ts_bf16k_serial_words(big, big > ATT_QB ? big : ATT_QB);
+    int64_t sizes[11] = {g->S * g->D, g->S * g->Dv, g->S * g->D, g->S * g->Dv, ATT_QB * g->D, ATT_QB * g->Dv, ATT_QB * g->D,
+                         ATT_QB * c.ld, ATT_QB * c.ld, ATT_QB * c.ld, 4 * ATT_TILE};
+    float **at[11] = {&c.k, &c.v, &c.dk, &c.dv, &c.q, &c.dout, &c.dq, &c.p, &c.p16, &c.dp, &c.rows};
     size_t off = 0;
-    for (int i = 0; i < 10; i++) {
+    for (int i = 0; i < 11; i++) {
         *at[i] = ws ? ws + off : NULL;
         off += (size_t)up16(sizes[i]);
     }
-    c.rows = ws ? ws + off : NULL;
-    *floats = off + 4 * ATT_TILE;
+    if (ws) c.packed = (uint32_t *)(void *)(ws + off + (16 - (uintptr_t)(ws + off) / sizeof(float) % 16) % 16);
+    *floats = off + (words ? (size_t)up16(words) + 16 : 0);
     return c;
 }
 
@@ -90,6 +94,7 @@ typedef struct att_job {
     unsigned store;                  /* backward: bits 0, 1, 2: dq, dk, dv start unzeroed (each pair clears its own) */
     const float *q, *k, *v, *o, *dout;
     bool dc_qk, dc_pv;               /* backward, 16-bit copies: the twin's product reads dS, dO rounded to bf16 (below) */
+    bool kernel;                     /* 16-bit copies: every product on the bf16 kernel, as the twin's (below) */
 } att_job;
 
 /* mask of (b, h, i, j): non-zero = the key is left out */
@@ -282,7 +287,10 @@ static void bwd_pair(const att_job *a, float *ws, int64_t bh, ends_held *held) {
  * the f32 probabilities and the rounded copy's gradient, and where the
  * twin's batched products run on the bf16 kernel (bf16_gemm.c: both
  * operands bf16 copies, none broadcast) the output gradient each product
- * reads rounded to bf16, dO for P v, dS for q k^T. */
+ * reads rounded to bf16, dO for P v, dS for q k^T. There (every copy
+ * bf16, the kernel's route) the pass's products run on the kernel too,
+ * its operands given in f32 and rounded to bf16 as the kernel packs them:
+ * no rounding pass over q, k, v, the probabilities, dO or dS. */
 
 /* x's n values rounded onto the copies' grid, into dst (may be x) */
 static void to_grid(const ts_attn_geom *g, float *dst, const float *x, int64_t n) {
@@ -304,6 +312,20 @@ static const float *read_as(const ts_attn_geom *g, unsigned bit, float *dst, con
     return dst;
 }
 
+/* C (M x N, ldc) = beta C + op(A) op(B), op(A) M x K: on the kernel
+ * (the operands rounded to bf16 as it packs them, into the slot's packed
+ * room) or the f32 GEMM (on operands the caller rounded) */
+static void product(const att_job *a, const copy_slot *c, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
+                    const float *B, int64_t ldb, float beta, float *C, int64_t ldc) {
+    if (!a->kernel) {
+        ts_gemm_serial(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
+        return;
+    }
+    /* the kernel's operands as (row of C, summed index) */
+    ts_bf16_mat x = {A, true, ta ? 1 : lda, ta ? lda : 1}, y = {B, true, tb ? ldb : 1, tb ? 1 : ldb};
+    ts_bf16k_gemm_serial(M, N, K, x, y, beta, C, ldc, c->packed);
+}
+
 /* the probability of each key of a row whose keys are all masked (the
  * twin's softmax over one value), as its product reads it */
 static float mean_weight(const ts_attn_geom *g) {
@@ -317,7 +339,11 @@ static void fwd_pair_copies(const att_job *a, float *ws, int64_t bh, ends_held *
     int64_t b = bh / g->H, h = bh % g->H, T = g->T, S = g->S, D = g->D, Dv = g->Dv, kh = b * g->Hk + h / (g->H / g->Hk);
     size_t floats;
     copy_slot c = copy_layout(g, ws, &floats);
-    const float *k = read_as(g, TS_ATT_COPY_K, c.k, a->k + kh * S * D, S * D), *v = read_as(g, TS_ATT_COPY_V, c.v, a->v + kh * S * Dv, S * Dv);
+    unsigned own = a->kernel ? 0 : g->copies; /* the copies rounded here rather than by the kernel's packing */
+    const float *k = a->k + kh * S * D, *v = a->v + kh * S * Dv;
+    if (own & TS_ATT_COPY_K) k = read_as(g, TS_ATT_COPY_K, c.k, k, S * D);
+    if (own & TS_ATT_COPY_V) v = read_as(g, TS_ATT_COPY_V, c.v, v, S * Dv);
+    const float *vm = NULL; /* v as its copy, for rows whose keys are all masked */
     float *out = a->out + bh * T * Dv, *lse = a->lse + bh * T, w = mean_weight(g);
     int32_t *end = (int32_t *)(void *)c.rows;
     for (int64_t i0 = 0; i0 < T; i0 += ATT_QB) {
@@ -325,8 +351,9 @@ static void fwd_pair_copies(const att_job *a, float *ws, int64_t bh, ends_held *
         const int32_t *e = group_ends(g, b, h, i0, end, held);
         for (int64_t i = 0; i < qb; i++) last = e[i] > last ? e[i] : last;
         float *ob = out + i0 * Dv;
-        const float *q = read_as(g, TS_ATT_COPY_Q, c.q, a->q + (bh * T + i0) * D, qb * D);
-        if (last) ts_gemm_serial(false, true, qb, last, D, q, D, k, D, 0.0f, c.p, c.ld);
+        const float *q = a->q + (bh * T + i0) * D;
+        if (own & TS_ATT_COPY_Q) q = read_as(g, TS_ATT_COPY_Q, c.q, q, qb * D);
+        if (last) product(a, &c, false, true, qb, last, D, q, D, k, D, 0.0f, c.p, c.ld);
         for (int64_t i = 0; i < qb; i++) { /* the row's softmax, as the twin's: e^(s - max) times 1 / sum */
             float *p = c.p + i * c.ld, mx = last ? scale_mask(g, p, mask_row(g, b, h, i0 + i), e[i], 0, last) : -INFINITY;
             if (mx == -INFINITY) {
@@ -338,14 +365,15 @@ static void fwd_pair_copies(const att_job *a, float *ws, int64_t bh, ends_held *
             for (int64_t j = 0; j < last; j++) p[j] *= inv;
             lse[i0 + i] = mx + logf(sum);
         }
-        if (g->copies & TS_ATT_COPY_P) rows_to_grid(g, c.p, qb, last, c.ld);
-        if (last) ts_gemm_serial(false, false, qb, Dv, last, c.p, c.ld, v, Dv, 0.0f, ob, Dv);
+        if (own & TS_ATT_COPY_P) rows_to_grid(g, c.p, qb, last, c.ld);
+        if (last) product(a, &c, false, false, qb, Dv, last, c.p, c.ld, v, Dv, 0.0f, ob, Dv);
         else memset(ob, 0, (size_t)(qb * Dv) * sizeof *ob);
         for (int64_t i = 0; i < qb; i++) {
             if (lse[i0 + i] != INFINITY) continue;
+            if (!vm) vm = (g->copies & TS_ATT_COPY_V) && v != c.v ? read_as(g, TS_ATT_COPY_V, c.v, v, S * Dv) : v;
             float *oi = ob + i * Dv; /* every key masked: v averaged with the twin's weight */
             for (int64_t j = 0; j < S; j++)
-                for (int64_t d = 0; d < Dv; d++) oi[d] += v[j * Dv + d];
+                for (int64_t d = 0; d < Dv; d++) oi[d] += vm[j * Dv + d];
             for (int64_t d = 0; d < Dv; d++) oi[d] *= w;
         }
     }
@@ -363,7 +391,10 @@ static void bwd_pair_copies(const att_job *a, float *ws, int64_t bh, ends_held *
     int64_t b = bh / g->H, h = bh % g->H, T = g->T, S = g->S, D = g->D, Dv = g->Dv, per = g->H / g->Hk, kh = b * g->Hk + h / per;
     size_t floats;
     copy_slot c = copy_layout(g, ws, &floats);
-    const float *k = read_as(g, TS_ATT_COPY_K, c.k, a->k + kh * S * D, S * D), *v = read_as(g, TS_ATT_COPY_V, c.v, a->v + kh * S * Dv, S * Dv);
+    unsigned own = a->kernel ? 0 : g->copies; /* the copies rounded here rather than by the kernel's packing */
+    const float *k = a->k + kh * S * D, *v = a->v + kh * S * Dv;
+    if (own & TS_ATT_COPY_K) k = read_as(g, TS_ATT_COPY_K, c.k, k, S * D);
+    if (own & TS_ATT_COPY_V) v = read_as(g, TS_ATT_COPY_V, c.v, v, S * Dv);
     const float *dout = a->dout + bh * T * Dv, *lse = a->lse_in + bh * T;
     float *dq = a->dq ? a->dq + bh * T * D : NULL, *dk = a->dk ? a->dk + kh * S * D : NULL, *dv = a->dv ? a->dv + kh * S * Dv : NULL;
     /* a copy's gradient is summed over the group's heads in the slot,
@@ -379,7 +410,7 @@ static void bwd_pair_copies(const att_job *a, float *ws, int64_t bh, ends_held *
         int64_t qb = T - i0 < ATT_QB ? T - i0 : ATT_QB, last = 0;
         int32_t *e = group_ends(g, b, h, i0, end, held);
         const float *gb = dout + i0 * Dv;
-        if (a->dc_pv) { /* dO as P v's gradients read it */
+        if (a->dc_pv && !a->kernel) { /* dO as P v's gradients read it */
             to_grid(g, c.dout, gb, qb * Dv);
             gb = c.dout;
         }
@@ -387,23 +418,29 @@ static void bwd_pair_copies(const att_job *a, float *ws, int64_t bh, ends_held *
             if (lse[i0 + i] == INFINITY) { /* every key masked: the mean's gradient, to v alone */
                 e[i] = 0;
                 held->rows = NULL; /* end no longer the mask's alone */
+                const float *gi = gb + i * Dv; /* rounded above, or here where the kernel would round it */
+                if (a->kernel) {
+                    to_grid(g, c.dout + i * Dv, gi, Dv);
+                    gi = c.dout + i * Dv;
+                }
                 for (int64_t j = 0; dvs && j < S; j++)
-                    for (int64_t d = 0; d < Dv; d++) dvs[j * Dv + d] += w * gb[i * Dv + d];
+                    for (int64_t d = 0; d < Dv; d++) dvs[j * Dv + d] += w * gi[d];
             }
             last = e[i] > last ? e[i] : last;
         }
         if (!last) continue;
-        const float *q = read_as(g, TS_ATT_COPY_Q, c.q, a->q + (bh * T + i0) * D, qb * D), *p16 = c.p;
-        ts_gemm_serial(false, true, qb, last, D, q, D, k, D, 0.0f, c.p, c.ld);
+        const float *q = a->q + (bh * T + i0) * D, *p16 = c.p;
+        if (own & TS_ATT_COPY_Q) q = read_as(g, TS_ATT_COPY_Q, c.q, q, qb * D);
+        product(a, &c, false, true, qb, last, D, q, D, k, D, 0.0f, c.p, c.ld);
         for (int64_t i = 0; i < qb; i++) { /* the probabilities, again (f32), and their copy */
             float *p = c.p + i * c.ld, l = lse[i0 + i];
             scale_mask(g, p, mask_row(g, b, h, i0 + i), e[i], 0, last);
             for (int64_t j = 0; j < last; j++) p[j] = ts_vexp(p[j] - l);
-            if (g->copies & TS_ATT_COPY_P) to_grid(g, c.p16 + i * c.ld, p, last);
+            if (own & TS_ATT_COPY_P) to_grid(g, c.p16 + i * c.ld, p, last);
         }
-        if (g->copies & TS_ATT_COPY_P) p16 = c.p16;
-        if (dvs) ts_gemm_serial(true, false, last, Dv, qb, p16, c.ld, gb, Dv, 1.0f, dvs, Dv);
-        ts_gemm_serial(false, true, qb, last, Dv, gb, Dv, v, Dv, 0.0f, c.dp, c.ld);
+        if (own & TS_ATT_COPY_P) p16 = c.p16;
+        if (dvs) product(a, &c, true, false, last, Dv, qb, p16, c.ld, gb, Dv, 1.0f, dvs, Dv);
+        product(a, &c, false, true, qb, last, Dv, gb, Dv, v, Dv, 0.0f, c.dp, c.ld);
         if (g->copies & TS_ATT_COPY_P) rows_to_grid(g, c.dp, qb, last, c.ld); /* the copy's gradient, complete */
         for (int64_t i = 0; i < qb; i++) { /* the softmax's gradient, times the scale */
             const float *p = c.p + i * c.ld;
@@ -411,15 +448,15 @@ static void bwd_pair_copies(const att_job *a, float *ws, int64_t bh, ends_held *
             dd[i] = (float)ts_lane_sum(d, 0.0f, p, 0.0f, last);
             for (int64_t j = 0; j < last; j++) d[j] = p[j] * (d[j] - dd[i]) * g->scale;
         }
-        if (a->dc_qk) rows_to_grid(g, c.dp, qb, last, c.ld); /* dS as q k^T's gradients read it */
+        if (a->dc_qk && !a->kernel) rows_to_grid(g, c.dp, qb, last, c.ld); /* dS as q k^T's gradients read it */
         if (dq && (g->copies & TS_ATT_COPY_Q)) {
-            ts_gemm_serial(false, false, qb, D, last, c.dp, c.ld, k, D, 0.0f, c.dq, D);
+            product(a, &c, false, false, qb, D, last, c.dp, c.ld, k, D, 0.0f, c.dq, D);
             to_grid(g, c.dq, c.dq, qb * D);
             put(dq + i0 * D, c.dq, qb * D, false);
         } else if (dq) {
-            ts_gemm_serial(false, false, qb, D, last, c.dp, c.ld, k, D, 1.0f, dq + i0 * D, D);
+            product(a, &c, false, false, qb, D, last, c.dp, c.ld, k, D, 1.0f, dq + i0 * D, D);
         }
-        if (dks) ts_gemm_serial(true, false, last, D, qb, c.dp, c.ld, q, D, 1.0f, dks, D);
+        if (dks) product(a, &c, true, false, last, D, qb, c.dp, c.ld, q, D, 1.0f, dks, D);
     }
     if (!final) return;
     if (dks && dks != dk) {
@@ -452,20 +489,31 @@ static void bwd_slots(void *ctx, int64_t begin, int64_t end) {
     }
 }
 
+/* Where the twin's batched products run on the bf16 kernel, which rounds
+ * the output gradient it reads (bf16_gemm.c: bf16 copies both, none
+ * broadcast, the kernel's route); with every copy so, the pass's products
+ * on the kernel too. */
+static void copies_route(att_job *a) {
+    const ts_attn_geom *g = a->g;
+    bool kernel = g->copies && g->copy_dtype == TS_BF16 && g->H == g->Hk && ts_cpu_bf16_route() == TS_BF16_ROUTE_AVX512BF16;
+    unsigned qk = TS_ATT_COPY_Q | TS_ATT_COPY_K, pv = TS_ATT_COPY_P | TS_ATT_COPY_V;
+    a->dc_qk = kernel && (g->copies & qk) == qk;
+    a->dc_pv = kernel && (g->copies & pv) == pv;
+    a->kernel = a->dc_qk && a->dc_pv;
+}
+
 void ts_attention_forward(ts_pool *p, float *ws, float *out, float *lse, const float *q, const float *k, const float *v, const ts_attn_geom *g) {
     att_job a = {.g = g, .slots = slots(g, ts_pool_threads(p)), .ws = ws, .out = out, .lse = lse, .q = q, .k = k, .v = v};
+    copies_route(&a);
     ts_gemm_serial_begin();
     ts_pool_for(p, a.slots, 1, fwd_slots, &a);
 }
 
 void ts_attention_backward(ts_pool *p, float *ws, float *dq, float *dk, float *dv, const float *dout, const float *q, const float *k,
                            const float *v, const float *out, const float *lse, const ts_attn_geom *g, unsigned store) {
-    /* where the twin's batched products run on the bf16 kernel, which
-     * rounds the output gradient it reads (bf16_gemm.c) */
-    bool kernel = g->copy_dtype == TS_BF16 && g->H == g->Hk && ts_cpu_bf16_route() == TS_BF16_ROUTE_AVX512BF16;
-    unsigned qk = TS_ATT_COPY_Q | TS_ATT_COPY_K, pv = TS_ATT_COPY_P | TS_ATT_COPY_V;
     att_job a = {.g = g, .slots = slots(g, ts_pool_threads(p)), .ws = ws, .lse_in = lse, .dq = dq, .dk = dk, .dv = dv, .store = store,
-                 .q = q, .k = k, .v = v, .o = out, .dout = dout, .dc_qk = kernel && (g->copies & qk) == qk, .dc_pv = kernel && (g->copies & pv) == pv};
+                 .q = q, .k = k, .v = v, .o = out, .dout = dout};
+    copies_route(&a);
     ts_gemm_serial_begin();
     ts_pool_for(p, a.slots, 1, bwd_slots, &a);
 }
