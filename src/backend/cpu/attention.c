@@ -33,6 +33,10 @@
  * half of a tile's queries reads the first half of its keys alone (a
  * quarter of the work of T = S = 64 left out) */
 #define ATT_QB 32
+/* queries a block of the 16-bit copies' form (below): a whole tile, so
+ * that its products (on the bf16 kernel, which packs its operands per
+ * product) are as few as the twin's */
+#define COPY_QB ATT_TILE
 
 /* n floats rounded up to 64 bytes */
 static int64_t up16(int64_t n) { return (n + 15) / 16 * 16; }
@@ -52,9 +56,9 @@ static int64_t max3(int64_t a, int64_t b, int64_t c) { return a > b ? (a > c ? a
 
 static copy_slot copy_layout(const ts_attn_geom *g, float *ws, size_t *floats) {
     copy_slot c = {.ld = up16(g->S)};
-    int64_t big = max3(g->S, g->D, g->Dv), words = (int64_t)ts_bf16k_serial_words(big, big > ATT_QB ? big : ATT_QB);
-    int64_t sizes[11] = {g->S * g->D, g->S * g->Dv, g->S * g->D, g->S * g->Dv, ATT_QB * g->D, ATT_QB * g->Dv, ATT_QB * g->D,
-                         ATT_QB * c.ld, ATT_QB * c.ld, ATT_QB * c.ld, 4 * ATT_TILE};
+    int64_t big = max3(g->S, g->D, g->Dv), words = (int64_t)ts_bf16k_serial_words(big, big > COPY_QB ? big : COPY_QB);
+    int64_t sizes[11] = {g->S * g->D, g->S * g->Dv, g->S * g->D, g->S * g->Dv, COPY_QB * g->D, COPY_QB * g->Dv, COPY_QB * g->D,
+                         COPY_QB * c.ld, COPY_QB * c.ld, COPY_QB * c.ld, 4 * ATT_TILE};
     float **at[11] = {&c.k, &c.v, &c.dk, &c.dv, &c.q, &c.dout, &c.dq, &c.p, &c.p16, &c.dp, &c.rows};
     size_t off = 0;
     for (int i = 0; i < 11; i++) {
@@ -346,27 +350,30 @@ static void fwd_pair_copies(const att_job *a, float *ws, int64_t bh, ends_held *
     const float *vm = NULL; /* v as its copy, for rows whose keys are all masked */
     float *out = a->out + bh * T * Dv, *lse = a->lse + bh * T, w = mean_weight(g);
     int32_t *end = (int32_t *)(void *)c.rows;
-    for (int64_t i0 = 0; i0 < T; i0 += ATT_QB) {
-        int64_t qb = T - i0 < ATT_QB ? T - i0 : ATT_QB, last = 0;
+    for (int64_t i0 = 0; i0 < T; i0 += COPY_QB) {
+        int64_t qb = T - i0 < COPY_QB ? T - i0 : COPY_QB, last = 0;
         const int32_t *e = group_ends(g, b, h, i0, end, held);
         for (int64_t i = 0; i < qb; i++) last = e[i] > last ? e[i] : last;
+        int64_t ld = last; /* the block's rows of probabilities, packed */
         float *ob = out + i0 * Dv;
         const float *q = a->q + (bh * T + i0) * D;
         if (own & TS_ATT_COPY_Q) q = read_as(g, TS_ATT_COPY_Q, c.q, q, qb * D);
-        if (last) product(a, &c, false, true, qb, last, D, q, D, k, D, 0.0f, c.p, c.ld);
+        if (last) product(a, &c, false, true, qb, last, D, q, D, k, D, 0.0f, c.p, ld);
         for (int64_t i = 0; i < qb; i++) { /* the row's softmax, as the twin's: e^(s - max) times 1 / sum */
-            float *p = c.p + i * c.ld, mx = last ? scale_mask(g, p, mask_row(g, b, h, i0 + i), e[i], 0, last) : -INFINITY;
+            int64_t n = e[i]; /* the keys past the row's end: none of its probability */
+            float *p = c.p + i * ld, mx = n ? scale_mask(g, p, mask_row(g, b, h, i0 + i), n, 0, n) : -INFINITY;
+            memset(p + n, 0, (size_t)(last - n) * sizeof *p);
             if (mx == -INFINITY) {
-                memset(p, 0, (size_t)last * sizeof *p);
+                memset(p, 0, (size_t)n * sizeof *p);
                 lse[i0 + i] = INFINITY;
                 continue;
             }
-            float sum = exp_sum(p, last, mx), inv = 1.0f / sum;
-            for (int64_t j = 0; j < last; j++) p[j] *= inv;
+            float sum = exp_sum(p, n, mx), inv = 1.0f / sum;
+            for (int64_t j = 0; j < n; j++) p[j] *= inv;
             lse[i0 + i] = mx + logf(sum);
         }
-        if (own & TS_ATT_COPY_P) rows_to_grid(g, c.p, qb, last, c.ld);
-        if (last) product(a, &c, false, false, qb, Dv, last, c.p, c.ld, v, Dv, 0.0f, ob, Dv);
+        if (own & TS_ATT_COPY_P) rows_to_grid(g, c.p, qb, last, ld);
+        if (last) product(a, &c, false, false, qb, Dv, last, c.p, ld, v, Dv, 0.0f, ob, Dv);
         else memset(ob, 0, (size_t)(qb * Dv) * sizeof *ob);
         for (int64_t i = 0; i < qb; i++) {
             if (lse[i0 + i] != INFINITY) continue;
@@ -406,8 +413,8 @@ static void bwd_pair_copies(const att_job *a, float *ws, int64_t bh, ends_held *
     if (dvs && first && (dvs != dv || (a->store & 4u))) memset(dvs, 0, (size_t)(S * Dv) * sizeof *dvs);
     float *dd = c.rows, w = mean_weight(g);
     int32_t *end = (int32_t *)(void *)(c.rows + ATT_TILE);
-    for (int64_t i0 = 0; i0 < T; i0 += ATT_QB) {
-        int64_t qb = T - i0 < ATT_QB ? T - i0 : ATT_QB, last = 0;
+    for (int64_t i0 = 0; i0 < T; i0 += COPY_QB) {
+        int64_t qb = T - i0 < COPY_QB ? T - i0 : COPY_QB, last = 0;
         int32_t *e = group_ends(g, b, h, i0, end, held);
         const float *gb = dout + i0 * Dv;
         if (a->dc_pv && !a->kernel) { /* dO as P v's gradients read it */
@@ -429,34 +436,37 @@ static void bwd_pair_copies(const att_job *a, float *ws, int64_t bh, ends_held *
             last = e[i] > last ? e[i] : last;
         }
         if (!last) continue;
+        int64_t ld = last; /* the block's rows of probabilities and their gradients, packed */
         const float *q = a->q + (bh * T + i0) * D, *p16 = c.p;
         if (own & TS_ATT_COPY_Q) q = read_as(g, TS_ATT_COPY_Q, c.q, q, qb * D);
-        product(a, &c, false, true, qb, last, D, q, D, k, D, 0.0f, c.p, c.ld);
+        product(a, &c, false, true, qb, last, D, q, D, k, D, 0.0f, c.p, ld);
         for (int64_t i = 0; i < qb; i++) { /* the probabilities, again (f32), and their copy */
-            float *p = c.p + i * c.ld, l = lse[i0 + i];
-            scale_mask(g, p, mask_row(g, b, h, i0 + i), e[i], 0, last);
-            for (int64_t j = 0; j < last; j++) p[j] = ts_vexp(p[j] - l);
-            if (own & TS_ATT_COPY_P) to_grid(g, c.p16 + i * c.ld, p, last);
+            int64_t n = e[i];
+            float *p = c.p + i * ld, l = lse[i0 + i];
+            scale_mask(g, p, mask_row(g, b, h, i0 + i), n, 0, n);
+            for (int64_t j = 0; j < n; j++) p[j] = ts_vexp(p[j] - l);
+            memset(p + n, 0, (size_t)(last - n) * sizeof *p);
+            if (own & TS_ATT_COPY_P) to_grid(g, c.p16 + i * ld, p, last);
         }
         if (own & TS_ATT_COPY_P) p16 = c.p16;
-        if (dvs) product(a, &c, true, false, last, Dv, qb, p16, c.ld, gb, Dv, 1.0f, dvs, Dv);
-        product(a, &c, false, true, qb, last, Dv, gb, Dv, v, Dv, 0.0f, c.dp, c.ld);
-        if (g->copies & TS_ATT_COPY_P) rows_to_grid(g, c.dp, qb, last, c.ld); /* the copy's gradient, complete */
+        if (dvs) product(a, &c, true, false, last, Dv, qb, p16, ld, gb, Dv, 1.0f, dvs, Dv);
+        product(a, &c, false, true, qb, last, Dv, gb, Dv, v, Dv, 0.0f, c.dp, ld);
+        if (g->copies & TS_ATT_COPY_P) rows_to_grid(g, c.dp, qb, last, ld); /* the copy's gradient, complete */
         for (int64_t i = 0; i < qb; i++) { /* the softmax's gradient, times the scale */
-            const float *p = c.p + i * c.ld;
-            float *d = c.dp + i * c.ld;
+            const float *p = c.p + i * ld;
+            float *d = c.dp + i * ld;
             dd[i] = (float)ts_lane_sum(d, 0.0f, p, 0.0f, last);
             for (int64_t j = 0; j < last; j++) d[j] = p[j] * (d[j] - dd[i]) * g->scale;
         }
-        if (a->dc_qk && !a->kernel) rows_to_grid(g, c.dp, qb, last, c.ld); /* dS as q k^T's gradients read it */
+        if (a->dc_qk && !a->kernel) rows_to_grid(g, c.dp, qb, last, ld); /* dS as q k^T's gradients read it */
         if (dq && (g->copies & TS_ATT_COPY_Q)) {
-            product(a, &c, false, false, qb, D, last, c.dp, c.ld, k, D, 0.0f, c.dq, D);
+            product(a, &c, false, false, qb, D, last, c.dp, ld, k, D, 0.0f, c.dq, D);
             to_grid(g, c.dq, c.dq, qb * D);
             put(dq + i0 * D, c.dq, qb * D, false);
         } else if (dq) {
-            product(a, &c, false, false, qb, D, last, c.dp, c.ld, k, D, 1.0f, dq + i0 * D, D);
+            product(a, &c, false, false, qb, D, last, c.dp, ld, k, D, 1.0f, dq + i0 * D, D);
         }
-        if (dks) product(a, &c, true, false, last, D, qb, c.dp, c.ld, q, D, 1.0f, dks, D);
+        if (dks) product(a, &c, true, false, last, D, qb, c.dp, ld, q, D, 1.0f, dks, D);
     }
     if (!final) return;
     if (dks && dks != dk) {
