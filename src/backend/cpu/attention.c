@@ -44,8 +44,9 @@ static int64_t up16(int64_t n) { return (n + 15) / 16 * 16; }
 /* The 16-bit copies' form of a slot (below): the rounded k and v of a
  * pair, the sums of their copies' gradients over a group, a block's
  * rounded q and dO and its copy of q's gradient, its rows of
- * probabilities, their copies and their gradients over every key, then
- * per query row its max, sum, dP . P and key end. */
+ * probabilities, their copies and their gradients over every key, per
+ * query row its dP . P and key end, then the bf16 kernel's packing room
+ * (words, none where the build has no kernel). */
 typedef struct copy_slot {
     float *k, *v, *dk, *dv, *q, *dout, *dq, *p, *p16, *dp, *rows;
     int64_t ld;
