@@ -16,7 +16,8 @@
  * values as the twin's products do: the same GPT pair in bf16, and q, k, v
  * parameters under a causal mask over two tiles of keys and under a
  * padding mask with a sample whose keys are all masked, the loss and
- * every gradient against the twin's (and the causal case in f16). Rounding onto bf16 keeps
+ * every gradient against the twin's (and the causal case in f16); a twin
+ * that rounds another tensor keeps its unfused ops. Rounding onto bf16 keeps
  * two runs that differ only in the order of their f32 sums apart by a
  * whole bf16 step where a value lies at a rounding boundary, so the
  * comparison is: nearly every value to f32 rounding, every value within
@@ -231,6 +232,41 @@ static void masks_bf16(void) {
     free(causal);
 }
 
+/* A twin that rounds another tensor to 16 bits (here a scaled copy of q,
+ * not q itself) is not one the pass reads as it would: its unfused ops
+ * run, with nothing observed */
+static void other_cast(void) {
+    enum { TT = 8 };
+    int64_t shape[4] = {1, 1, TT, SD}, n = TT * SD;
+    float *init = malloc((size_t)(3 * n) * sizeof *init), w[TT * SD];
+    for (int64_t i = 0; i < 3 * n; i++) init[i] = urand();
+    for (int64_t i = 0; i < n; i++) w[i] = urand();
+    int32_t mask[TT * TT];
+    for (int i = 0; i < TT * TT; i++) mask[i] = i % TT > i / TT;
+    ts_graph *g = ts_graph_new(1);
+    ts_tensor *x[3];
+    for (int i = 0; i < 3; i++) {
+        x[i] = ts_param(g, i == 0 ? "q" : i == 1 ? "k" : "v", 4, shape);
+        ts_array a = ts_array_f32(init + i * n, 4, shape);
+        CHECK_OK(ts_param_set(x[i], &a), "set a parameter");
+    }
+    ts_tensor *m = ts_input(g, "mask", TS_I32, 2, (int64_t[]){TT, TT}), *wt = ts_input(g, "w", TS_F32, 4, shape);
+    ts_tensor *q16 = ts_cast(g, ts_scale(g, x[0], 0.25f), TS_BF16);
+    ts_tensor *p = ts_softmax(g, ts_masked_fill(g, ts_matmul_batched(g, q16, x[1], 0, 1), m, -1e30f), -1);
+    ts_tensor *o = ts_attention(g, x[0], x[1], x[2], m, 0.25f, ts_matmul_batched(g, p, x[2], 0, 0));
+    ts_model *md = model(g, ts_sum(g, ts_mul(g, o, wt)), TS_F32, NULL, 0);
+    const char *names[2] = {"mask", "w"};
+    ts_array in[2] = {ts_array_i32(mask, 2, (int64_t[]){TT, TT}), ts_array_f32(w, 4, shape)};
+    if (md) {
+        ts_metrics_reset();
+        CHECK_OK(ts_model_run(md, names, in, 2), "a step with a twin that rounds a scaled q");
+        CHECK(timed("Softmax"), "a twin rounding a tensor other than q, k, v and the probabilities: its unfused ops ran");
+    }
+    ts_model_free(md);
+    ts_graph_free(g);
+    free(init);
+}
+
 int main(void) {
     for (int i = 0; i < B * T; i++) tokens[i] = (int32_t)((urand() + 1.0f) * 0.5f * V) % V, targets[i] = (int32_t)((urand() + 1.0f) * 0.5f * V) % V;
     ts_gpt_config cfg = {V, T, L, H, C, B};
@@ -311,5 +347,6 @@ int main(void) {
 
     gpt_bf16();
     masks_bf16();
+    other_cast();
     return check_summary("test_attention_fused");
 }
