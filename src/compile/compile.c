@@ -1302,10 +1302,13 @@ static void mark_checks(const ts_model_def *m, ts_prog *p) {
 /* Attention nodes that carry their unfused twin (docs/backend.md, "Fused
  * attention"): the twin's ops are what the twin reads back to the node's
  * own inputs (q, k, v, the mask). The one pass may stand for them where
- * only the twin and the node read them, none rounds to 16 bits (the pass
- * computes in f32), one pipeline stage runs them all and the device has
- * the pass; whether it runs is decided per micro-batch from what is
- * observed (exec.c). A node without a twin needs the pass. */
+ * only the twin and the node read them, the only 16-bit roundings among
+ * them are copies of q, k, v and the probabilities of one type (a model's
+ * precision: the pass reads the values as the twin's products do,
+ * ts_attention_copies) held in 16-bit cells, one pipeline stage runs them
+ * all and the device has the pass; whether it runs is decided per
+ * micro-batch from what is observed (exec.c). A node without a twin needs
+ * the pass. */
 static ts_status find_fusions(const ts_model_def *m, ts_prog *p) {
     ts_graph *g = m->g;
     bool twin_only = !m->dev.backend->attention_one_pass;
@@ -1334,6 +1337,10 @@ static ts_status find_fusions(const ts_model_def *m, ts_prog *p) {
         fu->node = t->id;
         if (twin_only) fu->why_not = "the device has no one-pass attention kernel yet";
         else if (m->opts->stages > 1) fu->why_not = "the model runs in pipeline stages";
+        ts_attn_copies copies = ts_attention_copies(t);
+        if (!fu->why_not && copies.why_not) fu->why_not = copies.why_not;
+        else if (!fu->why_not && copies.which && !m->dev.backend->host_addressable)
+            fu->why_not = "its twin's 16-bit copies are held in f32 cells on this device (the one pass reads them as 16-bit cells)";
         int stack[TS_FUSION_MAX * TS_MAX_INPUTS + 1], ns = 0;
         stack[ns++] = t->in[4];
         while (ns && !fu->why_not) {
@@ -1344,7 +1351,6 @@ static ts_status find_fusions(const ts_model_def *m, ts_prog *p) {
             if (own || mark[c] == f + 1 || ct->op == TS_OP_INPUT || ts_op_holds_value(ct->op)) continue;
             if (mark[c]) fu->why_not = "its twin shares ops with another attention's";
             else if (fu->n_chain == TS_FUSION_MAX) fu->why_not = "its twin has more ops than the one pass stands for";
-            else if (ct->op == TS_OP_CAST) fu->why_not = "its twin's products read 16-bit copies (the one pass computes in f32)";
             else if (c == m->loss) fu->why_not = "its twin computes the loss";
             if (fu->why_not) break;
             mark[c] = f + 1;

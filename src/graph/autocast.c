@@ -6,6 +6,7 @@
  * weights and the optimizer stay f32. The copies are inserted right before
  * their first reader, so node ids stay in topological order. */
 #include "graph/graph.h"
+#include "core/half.h"
 #include "graph/ops.h"
 
 #include <stdio.h>
@@ -116,4 +117,37 @@ ts_status ts_graph_autocast(ts_graph *g, ts_dtype dtype) {
     ts_free(first);
     ts_free(to);
     return st;
+}
+
+/* The twin's ops are what it reads back to the node's own inputs (as
+ * compile's find_fusions walks them); a twin of more ops than this is
+ * not one the pass stands for anyway. */
+#define TWIN_MAX 64
+
+ts_attn_copies ts_attention_copies(const ts_tensor *att) {
+    ts_attn_copies c = {0, TS_F32, NULL};
+    if (!att || att->op != TS_OP_ATTENTION || att->n_in != 5 || !att->g) return c;
+    const ts_graph *g = att->g;
+    int stack[TWIN_MAX * TS_MAX_INPUTS], seen[TWIN_MAX], ns = 0, n_seen = 0;
+    stack[ns++] = att->in[4];
+    while (ns && !c.why_not) {
+        int id = stack[--ns];
+        const ts_tensor *t = g->t[id];
+        bool skip = t->op == TS_OP_INPUT || ts_op_holds_value(t->op);
+        for (int j = 0; j < 4; j++) skip = skip || att->in[j] == id;
+        for (int s = 0; s < n_seen; s++) skip = skip || seen[s] == id;
+        if (skip) continue;
+        if (n_seen == TWIN_MAX) break;
+        seen[n_seen++] = id;
+        if (t->op == TS_OP_CAST && ts_dtype_is_half(t->grid)) {
+            int x = t->in[0];
+            unsigned bit = x == att->in[0] ? TS_ATT_COPY_Q : x == att->in[1] ? TS_ATT_COPY_K : x == att->in[2] ? TS_ATT_COPY_V
+                         : g->t[x]->op == TS_OP_SOFTMAX ? TS_ATT_COPY_P : 0;
+            if (!bit) c.why_not = "its twin rounds a tensor other than q, k, v and the probabilities to 16 bits";
+            else if (c.dtype != TS_F32 && c.dtype != t->grid) c.why_not = "its twin's 16-bit copies are of two types";
+            c.which |= bit, c.dtype = t->grid;
+        }
+        for (int j = 0; j < t->n_in && ns < TWIN_MAX * TS_MAX_INPUTS; j++) stack[ns++] = t->in[j];
+    }
+    return c;
 }

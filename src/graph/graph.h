@@ -367,6 +367,21 @@ ts_tensor *ts_graph_cast_named(ts_graph *g, const ts_tensor *x, ts_dtype dtype, 
  * (docs/backend.md, "Fused attention"). */
 ts_tensor *ts_attention(ts_graph *g, ts_tensor *q, ts_tensor *k, ts_tensor *v, ts_tensor *mask, float scale, ts_tensor *unfused);
 
+/* The 16-bit copies an Attention node's unfused twin reads (a model's
+ * precision gives its products them: autocast.c), which the one pass then
+ * reads as they would be: `which` bit 0, 1, 2 a copy of q, k, v (a 16-bit
+ * Cast of the node's own input), bit 3 of the probabilities (one of a
+ * Softmax of the twin); `dtype` their type (TS_F32: none). `why_not`: a
+ * 16-bit Cast of the twin that is none of these, or copies of two types
+ * (the pass cannot stand for the twin), else NULL. */
+enum { TS_ATT_COPY_Q = 1, TS_ATT_COPY_K = 2, TS_ATT_COPY_V = 4, TS_ATT_COPY_P = 8 };
+typedef struct ts_attn_copies {
+    unsigned which;
+    ts_dtype dtype;
+    const char *why_not;
+} ts_attn_copies;
+ts_attn_copies ts_attention_copies(const ts_tensor *att);
+
 /* Uniform float in [0,1) from the graph's seeded generator. */
 double ts_graph_uniform(ts_graph *g);
 

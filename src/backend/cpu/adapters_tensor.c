@@ -258,7 +258,9 @@ void ts_bwd_masked_fill(const ts_kctx *k) {
  * right of [B,H,T,S]) */
 static ts_attn_geom attn_geom(const ts_shape *in, const ts_tensor *node, const int32_t *mask) {
     const ts_shape *q = &in[0], *k = &in[1], *v = &in[2], *m = &in[3];
-    ts_attn_geom g = {q->d[0], q->d[1], q->d[2], k->d[2], q->d[3], v->d[3], k->d[1], node ? node->fattr[0] : 0.0f, mask, {0, 0, 0, 0}};
+    ts_attn_copies c = ts_attention_copies(node);
+    ts_attn_geom g = {q->d[0], q->d[1], q->d[2], k->d[2], q->d[3], v->d[3], k->d[1], node ? node->fattr[0] : 0.0f, mask, {0, 0, 0, 0},
+                      c.why_not ? 0 : c.which, c.dtype};
     int64_t stride = 1;
     for (int d = m->ndim - 1, e = 3; d >= 0; d--, e--) {
         g.ms[e] = m->d[d] == 1 ? 0 : stride;

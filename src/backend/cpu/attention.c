@@ -18,6 +18,8 @@
  * log-sum-exp is then +inf, and no gradient reaches its q or k). */
 #include "backend/cpu/kernels_tensor.h"
 
+#include "backend/cpu/bf16_gemm.h"
+#include "backend/cpu/cpu.h"
 #include "backend/cpu/gemm.h"
 #include "backend/cpu/lane_sum.h"
 #include "backend/pool.h"
@@ -31,13 +33,53 @@
  * half of a tile's queries reads the first half of its keys alone (a
  * quarter of the work of T = S = 64 left out) */
 #define ATT_QB 32
+/* queries a block of the 16-bit copies' form (below): a whole tile, so
+ * that its products (on the bf16 kernel, which packs its operands per
+ * product) are as few as the twin's */
+#define COPY_QB ATT_TILE
+
+/* n floats rounded up to 64 bytes */
+static int64_t up16(int64_t n) { return (n + 15) / 16 * 16; }
+
+/* The 16-bit copies' form of a slot (below): the rounded k and v of a
+ * pair, the sums of their copies' gradients over a group, a block's
+ * rounded q and dO and its copy of q's gradient, its rows of
+ * probabilities, their copies and their gradients over every key, per
+ * query row its dP . P and key end, then the bf16 kernel's packing room
+ * (words, none where the build has no kernel). */
+typedef struct copy_slot {
+    float *k, *v, *dk, *dv, *q, *dout, *dq, *p, *p16, *dp, *rows;
+    int64_t ld;
+    uint32_t *packed; /* the bf16 kernel's packed operands (64-byte aligned) */
+} copy_slot;
+
+static int64_t max3(int64_t a, int64_t b, int64_t c) { return a > b ? (a > c ? a : c) : (b > c ? b : c); }
+
+static copy_slot copy_layout(const ts_attn_geom *g, float *ws, size_t *floats) {
+    copy_slot c = {.ld = up16(g->S)};
+    int64_t big = max3(g->S, g->D, g->Dv), words = (int64_t)ts_bf16k_serial_words(big, big > COPY_QB ? big : COPY_QB);
+    int64_t sizes[11] = {g->S * g->D, g->S * g->Dv, g->S * g->D, g->S * g->Dv, COPY_QB * g->D, COPY_QB * g->Dv, COPY_QB * g->D,
+                         COPY_QB * c.ld, COPY_QB * c.ld, COPY_QB * c.ld, 4 * ATT_TILE};
+    float **at[11] = {&c.k, &c.v, &c.dk, &c.dv, &c.q, &c.dout, &c.dq, &c.p, &c.p16, &c.dp, &c.rows};
+    size_t off = 0;
+    for (int i = 0; i < 11; i++) {
+        *at[i] = ws ? ws + off : NULL;
+        off += (size_t)up16(sizes[i]);
+    }
+    if (ws) c.packed = (uint32_t *)(void *)(ws + off + (16 - (uintptr_t)(ws + off) / sizeof(float) % 16) % 16);
+    *floats = off + (words ? (size_t)up16(words) + 16 : 0);
+    return c;
+}
 
 /* floats of one thread's slot: a tile of scores (then probabilities),
  * one of their gradients, and per query row of the block its max, sum,
- * dO . O and the end of its unmasked keys */
+ * dO . O and the end of its unmasked keys; or the 16-bit copies' form
+ * (copy_layout), whichever is larger: the workspace is sized from the
+ * shapes alone, before a node says which it runs */
 static size_t slot_floats(const ts_attn_geom *g) {
-    (void)g;
-    return (size_t)(2 * ATT_TILE * ATT_TILE + 4 * ATT_TILE);
+    size_t f32 = (size_t)(2 * ATT_TILE * ATT_TILE + 4 * ATT_TILE), copies;
+    copy_layout(g, NULL, &copies);
+    return f32 > copies ? f32 : copies;
 }
 
 static int64_t slots(const ts_attn_geom *g, int threads) {
@@ -56,6 +98,8 @@ typedef struct att_job {
     float *dq, *dk, *dv;             /* backward, accumulated into (each may be NULL) */
     unsigned store;                  /* backward: bits 0, 1, 2: dq, dk, dv start unzeroed (each pair clears its own) */
     const float *q, *k, *v, *o, *dout;
+    bool dc_qk, dc_pv;               /* backward, 16-bit copies: the twin's product reads dS, dO rounded to bf16 (below) */
+    bool kernel;                     /* 16-bit copies: every product on the bf16 kernel, as the twin's (below) */
 } att_job;
 
 /* mask of (b, h, i, j): non-zero = the key is left out */
@@ -232,13 +276,217 @@ static void bwd_pair(const att_job *a, float *ws, int64_t bh, ends_held *held) {
     }
 }
 
+/* ------------------------------------------------ the 16-bit copies
+ *
+ * Under a model's precision the twin's products read 16-bit copies of q,
+ * k, v and the probabilities (ts_attention_copies: Cast nodes, rounded to
+ * nearest even). The pass then reads the values as the twin's products
+ * do: q, k and v rounded onto the copies' grid, and the probabilities
+ * rounded once each row is normalised, which the flash recurrence's
+ * running max does not give; so a block of queries takes every key its
+ * rows see at once (a slot holds the block's rows of probabilities), the
+ * products in f32 on the rounded values (products of 16-bit numbers are
+ * exact in f32: the twin's to the order of the f32 sums). The backward
+ * follows the twin's gradients: the copies' gradients rounded once
+ * complete (k's and v's summed over the group first), the softmax's with
+ * the f32 probabilities and the rounded copy's gradient, and where the
+ * twin's batched products run on the bf16 kernel (bf16_gemm.c: both
+ * operands bf16 copies, none broadcast) the output gradient each product
+ * reads rounded to bf16, dO for P v, dS for q k^T. There (every copy
+ * bf16, the kernel's route) the pass's products run on the kernel too,
+ * its operands given in f32 and rounded to bf16 as the kernel packs them:
+ * no rounding pass over q, k, v, the probabilities, dO or dS. */
+
+/* x's n values rounded onto the copies' grid, into dst (may be x) */
+static void to_grid(const ts_attn_geom *g, float *dst, const float *x, int64_t n) {
+    ts_cpu_round_half_pool(NULL, g->copy_dtype, dst, x, n, NULL);
+}
+
+/* rows of n values, ld apart, rounded in place */
+static void rows_to_grid(const ts_attn_geom *g, float *x, int64_t rows, int64_t n, int64_t ld) {
+    if (n == ld) to_grid(g, x, x, rows * n);
+    else
+        for (int64_t i = 0; i < rows; i++) to_grid(g, x + i * ld, x + i * ld, n);
+}
+
+/* What the pass reads of x (n values): its copy (rounded into dst) where
+ * the twin reads one (copy bit `bit`), else x itself */
+static const float *read_as(const ts_attn_geom *g, unsigned bit, float *dst, const float *x, int64_t n) {
+    if (!(g->copies & bit)) return x;
+    to_grid(g, dst, x, n);
+    return dst;
+}
+
+/* C (M x N, ldc) = beta C + op(A) op(B), op(A) M x K: on the kernel
+ * (the operands rounded to bf16 as it packs them, into the slot's packed
+ * room) or the f32 GEMM (on operands the caller rounded) */
+static void product(const att_job *a, const copy_slot *c, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
+                    const float *B, int64_t ldb, float beta, float *C, int64_t ldc) {
+    if (!a->kernel) {
+        ts_gemm_serial(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
+        return;
+    }
+    /* the kernel's operands as (row of C, summed index) */
+    ts_bf16_mat x = {A, true, ta ? 1 : lda, ta ? lda : 1}, y = {B, true, tb ? ldb : 1, tb ? 1 : ldb};
+    ts_bf16k_gemm_serial(M, N, K, x, y, beta, C, ldc, c->packed);
+}
+
+/* the probability of each key of a row whose keys are all masked (the
+ * twin's softmax over one value), as its product reads it */
+static float mean_weight(const ts_attn_geom *g) {
+    float w = 1.0f / (float)g->S;
+    if (g->copies & TS_ATT_COPY_P) to_grid(g, &w, &w, 1);
+    return w;
+}
+
+static void fwd_pair_copies(const att_job *a, float *ws, int64_t bh, ends_held *held) {
+    const ts_attn_geom *g = a->g;
+    int64_t b = bh / g->H, h = bh % g->H, T = g->T, S = g->S, D = g->D, Dv = g->Dv, kh = b * g->Hk + h / (g->H / g->Hk);
+    size_t floats;
+    copy_slot c = copy_layout(g, ws, &floats);
+    unsigned own = a->kernel ? 0 : g->copies; /* the copies rounded here rather than by the kernel's packing */
+    const float *k = a->k + kh * S * D, *v = a->v + kh * S * Dv;
+    if (own & TS_ATT_COPY_K) k = read_as(g, TS_ATT_COPY_K, c.k, k, S * D);
+    if (own & TS_ATT_COPY_V) v = read_as(g, TS_ATT_COPY_V, c.v, v, S * Dv);
+    const float *vm = NULL; /* v as its copy, for rows whose keys are all masked */
+    float *out = a->out + bh * T * Dv, *lse = a->lse + bh * T, w = mean_weight(g);
+    int32_t *end = (int32_t *)(void *)c.rows;
+    for (int64_t i0 = 0; i0 < T; i0 += COPY_QB) {
+        int64_t qb = T - i0 < COPY_QB ? T - i0 : COPY_QB, last = 0;
+        const int32_t *e = group_ends(g, b, h, i0, end, held);
+        for (int64_t i = 0; i < qb; i++) last = e[i] > last ? e[i] : last;
+        int64_t ld = last; /* the block's rows of probabilities, packed */
+        float *ob = out + i0 * Dv;
+        const float *q = a->q + (bh * T + i0) * D;
+        if (own & TS_ATT_COPY_Q) q = read_as(g, TS_ATT_COPY_Q, c.q, q, qb * D);
+        if (last) product(a, &c, false, true, qb, last, D, q, D, k, D, 0.0f, c.p, ld);
+        for (int64_t i = 0; i < qb; i++) { /* the row's softmax, as the twin's: e^(s - max) times 1 / sum */
+            int64_t n = e[i]; /* the keys past the row's end: none of its probability */
+            float *p = c.p + i * ld, mx = n ? scale_mask(g, p, mask_row(g, b, h, i0 + i), n, 0, n) : -INFINITY;
+            memset(p + n, 0, (size_t)(last - n) * sizeof *p);
+            if (mx == -INFINITY) {
+                memset(p, 0, (size_t)n * sizeof *p);
+                lse[i0 + i] = INFINITY;
+                continue;
+            }
+            float sum = exp_sum(p, n, mx), inv = 1.0f / sum;
+            for (int64_t j = 0; j < n; j++) p[j] *= inv;
+            lse[i0 + i] = mx + logf(sum);
+        }
+        if (own & TS_ATT_COPY_P) rows_to_grid(g, c.p, qb, last, ld);
+        if (last) product(a, &c, false, false, qb, Dv, last, c.p, ld, v, Dv, 0.0f, ob, Dv);
+        else memset(ob, 0, (size_t)(qb * Dv) * sizeof *ob);
+        for (int64_t i = 0; i < qb; i++) {
+            if (lse[i0 + i] != INFINITY) continue;
+            if (!vm) vm = (g->copies & TS_ATT_COPY_V) && v != c.v ? read_as(g, TS_ATT_COPY_V, c.v, v, S * Dv) : v;
+            float *oi = ob + i * Dv; /* every key masked: v averaged with the twin's weight */
+            for (int64_t j = 0; j < S; j++)
+                for (int64_t d = 0; d < Dv; d++) oi[d] += vm[j * Dv + d];
+            for (int64_t d = 0; d < Dv; d++) oi[d] *= w;
+        }
+    }
+}
+
+/* dst (n values) = src, or += src */
+static void put(float *dst, const float *src, int64_t n, bool store) {
+    if (store) memcpy(dst, src, (size_t)n * sizeof *dst);
+    else
+        for (int64_t i = 0; i < n; i++) dst[i] += src[i];
+}
+
+static void bwd_pair_copies(const att_job *a, float *ws, int64_t bh, ends_held *held) {
+    const ts_attn_geom *g = a->g;
+    int64_t b = bh / g->H, h = bh % g->H, T = g->T, S = g->S, D = g->D, Dv = g->Dv, per = g->H / g->Hk, kh = b * g->Hk + h / per;
+    size_t floats;
+    copy_slot c = copy_layout(g, ws, &floats);
+    unsigned own = a->kernel ? 0 : g->copies; /* the copies rounded here rather than by the kernel's packing */
+    const float *k = a->k + kh * S * D, *v = a->v + kh * S * Dv;
+    if (own & TS_ATT_COPY_K) k = read_as(g, TS_ATT_COPY_K, c.k, k, S * D);
+    if (own & TS_ATT_COPY_V) v = read_as(g, TS_ATT_COPY_V, c.v, v, S * Dv);
+    const float *dout = a->dout + bh * T * Dv, *lse = a->lse_in + bh * T;
+    float *dq = a->dq ? a->dq + bh * T * D : NULL, *dk = a->dk ? a->dk + kh * S * D : NULL, *dv = a->dv ? a->dv + kh * S * Dv : NULL;
+    /* a copy's gradient is summed over the group's heads in the slot,
+     * rounded, then given to k's or v's; without a copy, into it directly */
+    float *dks = dk && (g->copies & TS_ATT_COPY_K) ? c.dk : dk, *dvs = dv && (g->copies & TS_ATT_COPY_V) ? c.dv : dv;
+    bool first = h % per == 0, final = h % per == per - 1;
+    if (dq && (a->store & 1u)) memset(dq, 0, (size_t)(T * D) * sizeof *dq);
+    if (dks && first && (dks != dk || (a->store & 2u))) memset(dks, 0, (size_t)(S * D) * sizeof *dks);
+    if (dvs && first && (dvs != dv || (a->store & 4u))) memset(dvs, 0, (size_t)(S * Dv) * sizeof *dvs);
+    float *dd = c.rows, w = mean_weight(g);
+    int32_t *end = (int32_t *)(void *)(c.rows + ATT_TILE);
+    for (int64_t i0 = 0; i0 < T; i0 += COPY_QB) {
+        int64_t qb = T - i0 < COPY_QB ? T - i0 : COPY_QB, last = 0;
+        int32_t *e = group_ends(g, b, h, i0, end, held);
+        const float *gb = dout + i0 * Dv;
+        if (a->dc_pv && !a->kernel) { /* dO as P v's gradients read it */
+            to_grid(g, c.dout, gb, qb * Dv);
+            gb = c.dout;
+        }
+        for (int64_t i = 0; i < qb; i++) {
+            if (lse[i0 + i] == INFINITY) { /* every key masked: the mean's gradient, to v alone */
+                e[i] = 0;
+                held->rows = NULL; /* end no longer the mask's alone */
+                const float *gi = gb + i * Dv; /* rounded above, or here where the kernel would round it */
+                if (a->kernel) {
+                    to_grid(g, c.dout + i * Dv, gi, Dv);
+                    gi = c.dout + i * Dv;
+                }
+                for (int64_t j = 0; dvs && j < S; j++)
+                    for (int64_t d = 0; d < Dv; d++) dvs[j * Dv + d] += w * gi[d];
+            }
+            last = e[i] > last ? e[i] : last;
+        }
+        if (!last) continue;
+        int64_t ld = last; /* the block's rows of probabilities and their gradients, packed */
+        const float *q = a->q + (bh * T + i0) * D, *p16 = c.p;
+        if (own & TS_ATT_COPY_Q) q = read_as(g, TS_ATT_COPY_Q, c.q, q, qb * D);
+        product(a, &c, false, true, qb, last, D, q, D, k, D, 0.0f, c.p, ld);
+        for (int64_t i = 0; i < qb; i++) { /* the probabilities, again (f32), and their copy */
+            int64_t n = e[i];
+            float *p = c.p + i * ld, l = lse[i0 + i];
+            scale_mask(g, p, mask_row(g, b, h, i0 + i), n, 0, n);
+            for (int64_t j = 0; j < n; j++) p[j] = ts_vexp(p[j] - l);
+            memset(p + n, 0, (size_t)(last - n) * sizeof *p);
+            if (own & TS_ATT_COPY_P) to_grid(g, c.p16 + i * ld, p, last);
+        }
+        if (own & TS_ATT_COPY_P) p16 = c.p16;
+        if (dvs) product(a, &c, true, false, last, Dv, qb, p16, ld, gb, Dv, 1.0f, dvs, Dv);
+        product(a, &c, false, true, qb, last, Dv, gb, Dv, v, Dv, 0.0f, c.dp, ld);
+        if (g->copies & TS_ATT_COPY_P) rows_to_grid(g, c.dp, qb, last, ld); /* the copy's gradient, complete */
+        for (int64_t i = 0; i < qb; i++) { /* the softmax's gradient, times the scale */
+            const float *p = c.p + i * ld;
+            float *d = c.dp + i * ld;
+            dd[i] = (float)ts_lane_sum(d, 0.0f, p, 0.0f, last);
+            for (int64_t j = 0; j < last; j++) d[j] = p[j] * (d[j] - dd[i]) * g->scale;
+        }
+        if (a->dc_qk && !a->kernel) rows_to_grid(g, c.dp, qb, last, ld); /* dS as q k^T's gradients read it */
+        if (dq && (g->copies & TS_ATT_COPY_Q)) {
+            product(a, &c, false, false, qb, D, last, c.dp, ld, k, D, 0.0f, c.dq, D);
+            to_grid(g, c.dq, c.dq, qb * D);
+            put(dq + i0 * D, c.dq, qb * D, false);
+        } else if (dq) {
+            product(a, &c, false, false, qb, D, last, c.dp, ld, k, D, 1.0f, dq + i0 * D, D);
+        }
+        if (dks) product(a, &c, true, false, last, D, qb, c.dp, ld, q, D, 1.0f, dks, D);
+    }
+    if (!final) return;
+    if (dks && dks != dk) {
+        to_grid(g, dks, dks, S * D);
+        put(dk, dks, S * D, a->store & 2u);
+    }
+    if (dvs && dvs != dv) {
+        to_grid(g, dvs, dvs, S * Dv);
+        put(dv, dvs, S * Dv, a->store & 4u);
+    }
+}
+
 static void fwd_slots(void *ctx, int64_t begin, int64_t end) {
     const att_job *a = ctx;
     int64_t groups = a->g->B * a->g->Hk, per = a->g->H / a->g->Hk;
     for (int64_t slot = begin; slot < end; slot++) {
         ends_held held = {NULL, 0};
         for (int64_t p = groups * slot / a->slots * per; p < groups * (slot + 1) / a->slots * per; p++)
-            fwd_pair(a, a->ws + (size_t)slot * slot_floats(a->g), p, &held);
+            (a->g->copies ? fwd_pair_copies : fwd_pair)(a, a->ws + (size_t)slot * slot_floats(a->g), p, &held);
     }
 }
 
@@ -248,12 +496,26 @@ static void bwd_slots(void *ctx, int64_t begin, int64_t end) {
     for (int64_t slot = begin; slot < end; slot++) {
         ends_held held = {NULL, 0};
         for (int64_t p = groups * slot / a->slots * per; p < groups * (slot + 1) / a->slots * per; p++)
-            bwd_pair(a, a->ws + (size_t)slot * slot_floats(a->g), p, &held);
+            (a->g->copies ? bwd_pair_copies : bwd_pair)(a, a->ws + (size_t)slot * slot_floats(a->g), p, &held);
     }
+}
+
+/* Where the twin's batched products run on the bf16 kernel, which rounds
+ * the output gradient it reads (bf16_gemm.c: bf16 copies both, none
+ * broadcast, the kernel's route); with every copy so, the pass's products
+ * on the kernel too. */
+static void copies_route(att_job *a) {
+    const ts_attn_geom *g = a->g;
+    bool kernel = g->copies && g->copy_dtype == TS_BF16 && g->H == g->Hk && ts_cpu_bf16_route() == TS_BF16_ROUTE_AVX512BF16;
+    unsigned qk = TS_ATT_COPY_Q | TS_ATT_COPY_K, pv = TS_ATT_COPY_P | TS_ATT_COPY_V;
+    a->dc_qk = kernel && (g->copies & qk) == qk;
+    a->dc_pv = kernel && (g->copies & pv) == pv;
+    a->kernel = a->dc_qk && a->dc_pv;
 }
 
 void ts_attention_forward(ts_pool *p, float *ws, float *out, float *lse, const float *q, const float *k, const float *v, const ts_attn_geom *g) {
     att_job a = {.g = g, .slots = slots(g, ts_pool_threads(p)), .ws = ws, .out = out, .lse = lse, .q = q, .k = k, .v = v};
+    copies_route(&a);
     ts_gemm_serial_begin();
     ts_pool_for(p, a.slots, 1, fwd_slots, &a);
 }
@@ -262,6 +524,7 @@ void ts_attention_backward(ts_pool *p, float *ws, float *dq, float *dk, float *d
                            const float *v, const float *out, const float *lse, const ts_attn_geom *g, unsigned store) {
     att_job a = {.g = g, .slots = slots(g, ts_pool_threads(p)), .ws = ws, .lse_in = lse, .dq = dq, .dk = dk, .dv = dv, .store = store,
                  .q = q, .k = k, .v = v, .o = out, .dout = dout};
+    copies_route(&a);
     ts_gemm_serial_begin();
     ts_pool_for(p, a.slots, 1, bwd_slots, &a);
 }

@@ -104,11 +104,16 @@ void ts_softmax_rows_backward(ts_pool *p, float *dx, const float *dout, const fl
  * floats. The backward accumulates into dq, dk, dv (each may be NULL). */
 /* Hk: the key and value heads, H a multiple of them (grouped-query: query
  * head h reads key head h / (H / Hk)) */
+/* copies: the 16-bit copies the node's unfused twin reads
+ * (ts_attention_copies' which bits, of type copy_dtype; 0: none), which
+ * the pass then reads and rounds as the twin does (attention.c) */
 typedef struct ts_attn_geom {
     int64_t B, H, T, S, D, Dv, Hk;
     float scale;
     const int32_t *mask;
     int64_t ms[4];
+    unsigned copies;
+    ts_dtype copy_dtype;
 } ts_attn_geom;
 size_t ts_attention_workspace(const ts_attn_geom *g, int threads);
 void ts_attention_forward(ts_pool *p, float *ws, float *out, float *lse, const float *q, const float *k, const float *v, const ts_attn_geom *g);
