@@ -15,12 +15,14 @@
  * a condition variable. A step hands out jobs every few microseconds and a
  * sleeping thread takes ~10-20 us to wake (longer in a VM): yielding keeps
  * the hand-off cheap without taking the core from anyone who has work --
- * OpenBLAS's threads wait the same way. The spin comes first as a yield
- * is a system call (a microsecond, a twelfth of ResNet-18's step at batch
- * 1 in the kernel) and, where another process's real-time thread shares
- * the core, hands it the core until that thread blocks. The job itself is always read under the mutex; the
- * atomics say which slices are claimed and done, and when to stop
- * yielding. */
+ * OpenBLAS's threads wait the same way. The short spin comes first as a
+ * yield is a system call (with ResNet-18 at batch 1 the yields and the
+ * scheduler took about a twelfth of the step) and, where another
+ * process's real-time thread shares the core, hands it the core until that
+ * thread blocks; a longer spin (20 us) kept the core from OpenBLAS's own
+ * threads (ResNet-18 at batch 8 slower). The job itself is always read
+ * under the mutex; the atomics say which slices are claimed and done, and
+ * when to stop yielding. */
 #include "backend/pool.h"
 #include "core/trace.h"
 
@@ -30,9 +32,9 @@
 
 /* sched_yield calls before sleeping: about a millisecond */
 #define YIELDS 2000
-/* spinning before the yields */
+/* spinning before the yields: a hand-off inside a step comes sooner */
 #ifndef SPIN_NS
-#define SPIN_NS 20000
+#define SPIN_NS 3000
 #endif
 
 static inline void cpu_relax(void) {
@@ -78,7 +80,7 @@ static void spin(ts_pool *p, uint64_t seen, int slices) {
         if (slices ? atomic_load_explicit(&p->finished, memory_order_acquire) >= slices
                    : atomic_load_explicit(&p->generation, memory_order_relaxed) != seen)
             return;
-        if (k % 64 == 0 && ts_now_ns() - t0 >= SPIN_NS) return;
+        if (k % 16 == 0 && ts_now_ns() - t0 >= SPIN_NS) return;
         cpu_relax();
     }
 }
