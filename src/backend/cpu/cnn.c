@@ -885,13 +885,11 @@ typedef int32_t wino_i8 __attribute__((vector_size(8 * sizeof(int32_t))));
 #define WINO_SHUF(a, b, ...) __builtin_shuffle(a, b, (wino_i8){__VA_ARGS__})
 #endif
 
-static inline wino_f8 wino_ld8(const float *p) {
-    wino_f8 v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
+/* (the vectors through pointers: returned by value, a build without AVX
+ * would pass them unlike one with) */
+static inline void wino_ld8(wino_f8 *v, const float *p) { memcpy(v, p, sizeof *v); }
 
-static inline void wino_st8(float *p, wino_f8 v) { memcpy(p, &v, sizeof v); }
+static inline void wino_st8(float *p, const wino_f8 *v) { memcpy(p, v, sizeof *v); }
 
 #define WINO_BT4(T, s, d)                                                                                                          \
     do {                                                                                                                            \
@@ -915,7 +913,7 @@ static inline void wino_in_block4(float *restrict v, int64_t vs, const float *re
     float tail[6][2];
     for (int c = 0; c < 4; c++) { /* down the columns: 4 vectors of 8 columns */
         wino_f8 x[6];
-        for (int i = 0; i < 6; i++) x[i] = wino_ld8(r + i * rs + 8 * c);
+        for (int i = 0; i < 6; i++) wino_ld8(&x[i], r + i * rs + 8 * c);
         wino_f8 d[6];
         WINO_BT4(wino_f8, x, d);
         for (int i = 0; i < 6; i++) t[i][c] = d[i];
@@ -935,11 +933,11 @@ static inline void wino_in_block4(float *restrict v, int64_t vs, const float *re
         q[4] = WINO_SHUF(q[0], end, 1, 2, 3, 4, 5, 6, 7, 8), q[5] = WINO_SHUF(q[1], end, 1, 2, 3, 4, 5, 6, 7, 9);
         WINO_BT4(wino_f8, q, o);
         if (n == 8)
-            for (int e = 0; e < 6; e++) wino_st8(v + (i * 6 + e) * vs, o[e]);
+            for (int e = 0; e < 6; e++) wino_st8(v + (i * 6 + e) * vs, &o[e]);
         else
             for (int e = 0; e < 6; e++) {
                 float f[8];
-                wino_st8(f, o[e]);
+                wino_st8(f, &o[e]);
                 for (int64_t k = 0; k < n; k++) v[(i * 6 + e) * vs + k] = f[k];
             }
     }
@@ -951,7 +949,7 @@ static inline void wino_out_block4(wino_f8 o[4][4], const float *restrict s, int
     wino_f8 t[4][6];
     for (int q = 0; q < 6; q++) { /* down the columns */
         wino_f8 x[6], d[4];
-        for (int i = 0; i < 6; i++) x[i] = wino_ld8(s + (i * 6 + q) * ss);
+        for (int i = 0; i < 6; i++) wino_ld8(&x[i], s + (i * 6 + q) * ss);
         WINO_AT4(wino_f8, x, d);
         for (int i = 0; i < 4; i++) t[i][q] = d[i];
     }
@@ -1165,9 +1163,14 @@ static void wino_output(const wino_job *j, int64_t oc0, int64_t oc1) {
                     for (int64_t i = 0; i < rows; i++) {
                         float *yr = y + i * OW + t0 * m;
                         if (cols == 32 && j->accumulate)
-                            for (int q = 0; q < 4; q++) wino_st8(yr + 8 * q, wino_ld8(yr + 8 * q) + o4[i][q]);
+                            for (int q = 0; q < 4; q++) {
+                                wino_f8 old;
+                                wino_ld8(&old, yr + 8 * q);
+                                old += o4[i][q];
+                                wino_st8(yr + 8 * q, &old);
+                            }
                         else if (cols == 32)
-                            for (int q = 0; q < 4; q++) wino_st8(yr + 8 * q, o4[i][q]);
+                            for (int q = 0; q < 4; q++) wino_st8(yr + 8 * q, &o4[i][q]);
                         else { /* the plane's last outputs */
                             float f[32];
                             memcpy(f, o4[i], sizeof f);
