@@ -17,7 +17,7 @@
  * the hand-off cheap without taking the core from anyone who has work --
  * OpenBLAS's threads wait the same way. The short spin comes first as a
  * yield is a system call (with ResNet-18 at batch 1 the yields and the
- * scheduler took about a twelfth of the step) and, where another
+ * scheduler took about an eighth of the step) and, where another
  * process's real-time thread shares the core, hands it the core until that
  * thread blocks; a longer spin (20 us) kept the core from OpenBLAS's own
  * threads (ResNet-18 at batch 8 slower). The job itself is always read
