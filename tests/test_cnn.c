@@ -195,12 +195,44 @@ done:
     free(x), free(w), free(w2), free(b), free(y), free(y1), free(cache), free(ws);
 }
 
+/* The inference forward's outputs on pools of 1, 2 and 3 threads: the
+ * same bits (each output's sums in one order whichever slice makes it:
+ * the slices split tile rows or output channels, a chunk at a time) */
+static void infer_threads_case(ts_pool *const pools[3], int64_t N, int64_t C, int64_t H, int64_t W, int64_t OC, bool kept)
+{
+    ts_conv_geom g = {.N = N, .C = C, .H = H, .W = W, .OC = OC, .OH = H, .OW = W, .KH = 3, .KW = 3, .SH = 1, .SW = 1, .PT = 1, .PL = 1,
+                      .PB = 1, .PR = 1, .DH = 1, .DW = 1, .groups = 1};
+    int64_t nx = N * C * H * W, ny = N * OC * H * W;
+    size_t nc = kept ? ts_conv2d_cache_floats(&g) : 0;
+    float *x = rand_buf(nx), *w = rand_buf(OC * C * 9), *b = rand_buf(OC), *y[3] = {0};
+    bool ok = x && w && b, same = true;
+    for (int t = 0; t < 3 && ok; t++) {
+        float *ws = malloc(sizeof(float) * ts_conv2d_workspace(&g, ts_pool_threads(pools[t])));
+        float *cache = nc ? calloc(nc, sizeof(float)) : NULL;
+        y[t] = malloc(sizeof(float) * (size_t)ny);
+        ok = ws && y[t] && (!nc || cache);
+        if (ok) ts_conv2d_infer(pools[t], ws, y[t], x, w, b, &g, cache, 1);
+        if (ok && t) same = same && memcmp(y[t], y[0], sizeof(float) * (size_t)ny) == 0;
+        free(ws), free(cache);
+    }
+    CHECK(ok && same && ts_conv2d_winograd_tile(&g, kept) > 0,
+          "conv2d inference x[%lld,%lld,%lld,%lld] -> %lld channels%s, tile %d: the same bits on 1, 2 and 3 threads", (long long)N,
+          (long long)C, (long long)H, (long long)W, (long long)OC, kept ? " (weights kept)" : "", ts_conv2d_winograd_tile(&g, kept));
+    free(x), free(w), free(b), free(y[0]), free(y[1]), free(y[2]);
+}
+
 static void infer_oracles(void)
 {
-    ts_pool *pool = NULL;
+    ts_pool *pool = NULL, *pool3 = NULL;
     CHECK_OK(ts_pool_new(&pool, 2), "a pool of 2 threads");
-    for (int t = 0; t < 2; t++) {
-        ts_pool *p = t ? pool : NULL;
+    CHECK_OK(ts_pool_new(&pool3, 3), "a pool of 3 threads");
+    ts_pool *const pools[3] = {NULL, pool, pool3};
+    infer_threads_case(pools, 1, 16, 60, 70, 24, false); /* rows of 18 tiles: whole vector blocks, 15 tile rows split 7/8, 5/5/5 */
+    infer_threads_case(pools, 2, 32, 28, 28, 40, true);  /* 14 tile rows of 7 tiles over two samples */
+    infer_threads_case(pools, 1, 64, 14, 14, 100, true); /* 16 tiles, 100 channels: split by output channels (54 + 46, 36 + 36 + 28) */
+    infer_threads_case(pools, 1, 64, 14, 14, 100, false); /* F(2x2)'s 49 tiles: by output channels too */
+    for (int t = 0; t < 3; t++) {
+        ts_pool *p = pools[t];
         infer_case(p, 1, 32, 30, 30, 32, 1, 1, 1, 1, 1, true, 4, 4);     /* ResNet's first stage, smaller: 8x8 tiles of 4x4 */
         infer_case(p, 1, 24, 29, 31, 40, 2, 0, 0, 2, 1, true, 4, 4);     /* odd sizes, uneven padding: partial tiles */
         infer_case(p, 5, 256, 18, 18, 8, 1, 1, 1, 1, 1, false, 4, 4);    /* two chunks of 13 and 12 tile rows, each across samples */
@@ -212,8 +244,12 @@ static void infer_oracles(void)
         infer_case(p, 2, 32, 29, 29, 32, 1, 1, 1, 1, 2, true, 0, 0);     /* stride 2 */
         infer_case(p, 1, 8, 12, 12, 8, 1, 1, 1, 1, 1, true, 0, 0);       /* too little work */
         infer_case(p, 3, 64, 20, 20, 32, 1, 1, 1, 1, 2, true, 0, 0);     /* stride 2 on the threads' own samples */
+        infer_case(p, 1, 16, 60, 70, 24, 1, 1, 1, 1, 1, true, 4, 4);     /* rows of 18 tiles: vector blocks of 8 at the edge and inside */
+        infer_case(p, 2, 16, 37, 63, 24, 1, 0, 0, 2, 1, false, 4, 4);    /* a vector block cut at the right (31 outputs), uneven padding */
+        infer_case(p, 1, 64, 14, 14, 100, 1, 1, 1, 1, 1, true, 2, 4);    /* fewer tiles than output channels: slices of them */
     }
     ts_pool_free(pool);
+    ts_pool_free(pool3);
 }
 
 /* A same-padded 3x3 convolution with stride 1 whose weight gradient (the

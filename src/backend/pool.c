@@ -11,13 +11,18 @@
  * either way.
  *
  * Waiting (a worker for the next job, the caller for the workers' slices)
- * first yields the CPU for a while, then sleeps on a condition variable. A
- * step hands out jobs every few microseconds and a sleeping thread takes
- * ~10-20 us to wake (longer in a VM): yielding keeps the hand-off cheap
- * without taking the core from anyone who has work -- OpenBLAS's threads
- * wait the same way. The job itself is always read under the mutex; the
- * atomics say which slices are claimed and done, and when to stop
- * yielding. */
+ * first spins for SPIN_NS, then yields the CPU for a while, then sleeps on
+ * a condition variable. A step hands out jobs every few microseconds and a
+ * sleeping thread takes ~10-20 us to wake (longer in a VM): yielding keeps
+ * the hand-off cheap without taking the core from anyone who has work --
+ * OpenBLAS's threads wait the same way. The short spin comes first as a
+ * yield is a system call (with ResNet-18 at batch 1 the yields and the
+ * scheduler took about an eighth of the step) and, where another
+ * process's real-time thread shares the core, hands it the core until that
+ * thread blocks; a longer spin (20 us) kept the core from OpenBLAS's own
+ * threads (ResNet-18 at batch 8 slower). The job itself is always read
+ * under the mutex; the atomics say which slices are claimed and done, and
+ * when to stop yielding. */
 #include "backend/pool.h"
 #include "core/trace.h"
 
@@ -27,6 +32,19 @@
 
 /* sched_yield calls before sleeping: about a millisecond */
 #define YIELDS 2000
+/* spinning before the yields: a hand-off inside a step comes sooner */
+#ifndef SPIN_NS
+#define SPIN_NS 3000
+#endif
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ volatile("yield");
+#endif
+}
+
 /* the claim word: a job's generation above, its next unclaimed slice below */
 #define SLICE_BITS 16
 #define SLICE_MASK ((1u << SLICE_BITS) - 1u)
@@ -52,6 +70,20 @@ struct worker_arg {
     ts_pool *p;
     int index;
 };
+
+/* Spins for at most SPIN_NS until the job after generation `seen` is
+ * given out (slices 0: a worker's wait) or `slices` slices of the current
+ * job are done (the caller's). */
+static void spin(ts_pool *p, uint64_t seen, int slices) {
+    uint64_t t0 = ts_now_ns();
+    for (unsigned k = 1;; k++) {
+        if (slices ? atomic_load_explicit(&p->finished, memory_order_acquire) >= slices
+                   : atomic_load_explicit(&p->generation, memory_order_relaxed) != seen)
+            return;
+        if (k % 16 == 0 && ts_now_ns() - t0 >= SPIN_NS) return;
+        cpu_relax();
+    }
+}
 
 static void slice_bounds(int64_t n, int slices, int i, int64_t *b, int64_t *e) {
     *b = n * i / slices;
@@ -95,6 +127,7 @@ static void *worker_main(void *arg) {
     pthread_mutex_lock(&p->mu);
     for (;;) {
         pthread_mutex_unlock(&p->mu);
+        spin(p, seen, 0);
         for (int y = 0; y < YIELDS && atomic_load_explicit(&p->generation, memory_order_relaxed) == seen; y++) sched_yield();
         pthread_mutex_lock(&p->mu);
         while (!p->stop && p->generation == seen) pthread_cond_wait(&p->go, &p->mu);
@@ -181,6 +214,7 @@ void ts_pool_for(ts_pool *p, int64_t n, int64_t grain, ts_pool_fn fn, void *ctx)
     pthread_mutex_unlock(&p->mu);
     run_slice(p, fn, ctx, n, slices, 0, false);
     for (int i; (i = claim_slice(p, gen, slices)) >= 0;) run_slice(p, fn, ctx, n, slices, i, false); /* the ones no worker took yet */
+    spin(p, 0, slices);
     for (int y = 0; y < YIELDS && atomic_load_explicit(&p->finished, memory_order_acquire) < slices; y++) sched_yield();
     pthread_mutex_lock(&p->mu);
     while (atomic_load(&p->finished) < slices) pthread_cond_wait(&p->done, &p->mu);

@@ -226,7 +226,7 @@ static size_t shared_floats(const ts_conv_geom *g, int threads) {
     return (size_t)(g->C * g->KH * g->KW * chunk_rows(g, threads) * g->OW + padded_floats(g));
 }
 
-static size_t wino_floats(const ts_conv_geom *g);
+static size_t wino_floats(const ts_conv_geom *g, int threads);
 static int wino_m(const ts_conv_geom *g, bool kept);
 static void conv_fwd_winograd(ts_pool *p, float *ws, float *y, const float *x, const float *w, const float *b, const ts_conv_geom *g, int m,
                               float *cache, uint64_t key, bool accumulate);
@@ -269,12 +269,12 @@ static size_t dgrad_w_floats(const ts_conv_geom *g) { return ((size_t)(g->OC * (
 static size_t dgrad_floats(const ts_conv_geom *g, int threads) {
     if (!dgrad_fits(g)) return 0;
     ts_conv_geom d = dgrad_geom(g);
-    size_t cols = cols_floats(&d, threads), wino = wino_floats(&d);
+    size_t cols = cols_floats(&d, threads), wino = wino_floats(&d, threads);
     return dgrad_w_floats(g) + (cols > wino ? cols : wino);
 }
 
 size_t ts_conv2d_workspace(const ts_conv_geom *g, int threads) {
-    size_t most = cols_floats(g, threads), wino = wino_floats(g), dgrad = dgrad_floats(g, threads);
+    size_t most = cols_floats(g, threads), wino = wino_floats(g, threads), dgrad = dgrad_floats(g, threads);
     most = most > wino ? most : wino;
     return most > dgrad ? most : dgrad;
 }
@@ -681,7 +681,8 @@ typedef struct wino_job {
     int64_t TH, TW;     /* tiles down a sample and across */
     int64_t row0, row1; /* the chunk's tile rows, over the batch (N * TH) */
     int64_t ld;         /* its tiles rounded up to WINO_NT / 2: the distance between the E rows of V and of M */
-    float *pk;          /* per e: WINO_NT tiles of V[e] packed for the products */
+    int64_t oc0, oc1;   /* the output channels of M (the forward's slice: M's rows are oc - oc0) */
+    float *pk;          /* WINO_NT tiles of one V[e] packed for the products */
     bool accumulate;    /* the outputs add to y (an input gradient: dx +=) */
     const float *dy;    /* the weight gradient's output gradient (y: its dw) */
 } wino_job;
@@ -689,6 +690,8 @@ typedef struct wino_job {
 /* tiles the products take at a time (wino_products): WINO_NT, the last
  * block of a chunk half as many where they are enough */
 #define WINO_NT 16
+/* output channels the products take at a time (a block of U's rows) */
+#define WINO_MR 6
 
 static int64_t wino_ld(int64_t tiles) { return (tiles + WINO_NT / 2 - 1) / (WINO_NT / 2) * (WINO_NT / 2); }
 
@@ -707,22 +710,88 @@ static int64_t wino_chunk_rows(const wino_job *j) {
     return (rows_all + chunks - 1) / chunks;
 }
 
-/* U [E, OC, C] (wino_weights) (in the workspace unless kept), then V [C, E, tiles] and M
- * [OC, E, tiles] of a chunk: the E matrices interleaved by rows, so that a
- * transform writes or reads its E values close together (whole matrices
- * apart, they fell on the same cache sets). The workspace holds either
- * variant: the shapes do not say whether U is kept. */
+/* The weight gradient's workspace (conv_dw_winograd): U [E, OC, C] (dU),
+ * then V [C, E, tiles] and Q [OC, E, tiles] of a chunk: the E matrices
+ * interleaved by rows, so that a transform writes or reads its E values
+ * close together (whole matrices apart, they fell on the same cache sets). */
 static size_t wino_u_floats(const ts_conv_geom *g, int m) { return (size_t)((m + 2) * (m + 2) * g->OC * g->C); }
 
 static size_t wino_chunk_floats(const ts_conv_geom *g, int m) {
     wino_job j = wino_job_for(g, m);
-    return (size_t)(j.E * (g->C + g->OC) * wino_ld(wino_chunk_rows(&j) * j.TW) + j.E * g->C * WINO_NT);
+    return (size_t)(j.E * (g->C + g->OC) * wino_ld(wino_chunk_rows(&j) * j.TW));
 }
 
-static size_t wino_floats(const ts_conv_geom *g) {
+/* The forward's slices (conv_fwd_winograd): each thread takes one and does
+ * all three steps of it in its own part of the workspace, so that V and M
+ * stay in its core's cache and the step hands out one job, not three a
+ * chunk (three, each thread read the other's half of V and of M). A slice
+ * is a run of tile rows over all output channels, or, with fewer tiles
+ * than output channels (ResNet-18's last stages at batch 1), all the tiles
+ * over a run of output channels (U, the larger then, is read once, and each
+ * slice makes all of V, the smaller). A slice goes a chunk of its tile rows
+ * at a time, V and M of a chunk about WINO_SLICE_FLOATS. Its part of the
+ * workspace: V [C, E, ld], M [its OC, E, ld], then WINO_NT tiles of one
+ * V[e] packed for the products. */
+#ifndef WINO_SLICE_FLOATS
+#define WINO_SLICE_FLOATS (256 * 1024)
+#endif
+
+#ifndef WINO_OC_SPLIT
+#define WINO_OC_SPLIT 1
+#endif
+
+typedef struct wino_plan {
+    int slices;
+    bool by_oc;       /* the slices split the output channels, not the tile rows */
+    int64_t oc_per;   /* output channels a slice (by_oc: a multiple of WINO_MR) */
+    int64_t rows;     /* tile rows a chunk at most */
+    size_t v_floats;  /* by_oc: V, which the slices share (a multiple of 16: 64 bytes) */
+    size_t floats;    /* workspace a slice (a multiple of 16) */
+} wino_plan;
+
+static wino_plan wino_plan_for(const ts_conv_geom *g, int m, int threads) {
+    wino_job j = wino_job_for(g, m);
+    int64_t rows_all = g->N * j.TH, blocks = (g->OC + WINO_MR - 1) / WINO_MR, T = threads < 1 ? 1 : threads;
+    wino_plan pl = {.slices = 1, .oc_per = g->OC};
+    pl.by_oc = T > 1 && (rows_all < T || rows_all * j.TW * WINO_OC_SPLIT < g->OC);
+    int64_t rows_slice = rows_all;
+    if (pl.by_oc) {
+        int64_t per = (blocks + T - 1) / T;
+        pl.oc_per = per * WINO_MR < g->OC ? per * WINO_MR : g->OC;
+        pl.slices = (int)((g->OC + pl.oc_per - 1) / pl.oc_per);
+    } else {
+        pl.slices = (int)(rows_all < T ? rows_all : T);
+        rows_slice = (rows_all + pl.slices - 1) / pl.slices;
+    }
+    int64_t tiles = WINO_SLICE_FLOATS / (j.E * (g->C + pl.oc_per));
+    tiles = tiles < WINO_MIN_TILES ? WINO_MIN_TILES : tiles;
+    int64_t rows = (tiles + j.TW - 1) / j.TW;
+    rows = rows > rows_slice ? rows_slice : rows;
+    int64_t chunks = (rows_slice + rows - 1) / rows;
+    pl.rows = (rows_slice + chunks - 1) / chunks;
+    size_t v = (size_t)(j.E * g->C * wino_ld(pl.rows * j.TW)), f = (size_t)(j.E * pl.oc_per * wino_ld(pl.rows * j.TW) + g->C * WINO_NT);
+    if (pl.by_oc) pl.v_floats = (v + 15) / 16 * 16;
+    else f += v;
+    pl.floats = (f + 15) / 16 * 16;
+    return pl;
+}
+
+/* U made at the call, then the slices; U kept (in the cache), the slices;
+ * or the weight gradient's */
+static size_t wino_floats(const ts_conv_geom *g, int threads) {
     int m = wino_m(g, false), mk = wino_m(g, true);
-    size_t made = m ? wino_u_floats(g, m) + wino_chunk_floats(g, m) : 0, kept = mk ? wino_chunk_floats(g, mk) : 0;
-    return made > kept ? made : kept;
+    size_t most = 0;
+    if (m) {
+        wino_plan pl = wino_plan_for(g, m, threads);
+        size_t made = (wino_u_floats(g, m) + 15) / 16 * 16 + pl.v_floats + (size_t)pl.slices * pl.floats, dw = wino_u_floats(g, m) + wino_chunk_floats(g, m);
+        most = made > dw ? made : dw;
+    }
+    if (mk) {
+        wino_plan pl = wino_plan_for(g, mk, threads);
+        size_t kept = pl.v_floats + (size_t)pl.slices * pl.floats;
+        most = most > kept ? most : kept;
+    }
+    return most;
 }
 
 /* The cache of a kept U: a header (whether U is made, and the key of the
@@ -780,7 +849,6 @@ static inline void wino_at(int m, const float *s, int64_t ss, float *d, int64_t 
  * a block's rows [C][rows] side by side (the last block's, OC % WINO_MR,
  * likewise), so that a block's values for one c are adjacent. Threads
  * split the blocks. */
-#define WINO_MR 6
 
 static void wino_weights(void *vj, int64_t b0, int64_t b1) {
     enum { CB = 16 }; /* input channels at a time: loops of constant counts across them, which the compiler vectorises */
@@ -818,6 +886,101 @@ static void wino_weights(void *vj, int64_t b0, int64_t b1) {
 #define WINO_BLOCK 4
 #endif
 
+/* F(4x4)'s transforms of a row's blocks of WINO_VB = 8 tiles in vectors of
+ * 8 (one lane a tile; the rest of the row in blocks of WINO_BLOCK), the
+ * same sums in the same order as wino_bt and wino_at (the same bits): down
+ * the columns on contiguous rows, then along the rows with the tiles'
+ * columns (4 apart) gathered into lanes by shuffles (a 4 x 8 transpose),
+ * and back for the outputs. Of ResNet-18's convolution at 56x56 at batch
+ * 8, one thread: the input transform 4.9 ms before, the output's 3.9 ms. */
+#define WINO_VB 8
+typedef float wino_f8 __attribute__((vector_size(8 * sizeof(float))));
+typedef int32_t wino_i8 __attribute__((vector_size(8 * sizeof(int32_t))));
+#if defined(__clang__)
+#define WINO_SHUF(a, b, ...) __builtin_shufflevector(a, b, __VA_ARGS__)
+#else
+#define WINO_SHUF(a, b, ...) __builtin_shuffle(a, b, (wino_i8){__VA_ARGS__})
+#endif
+
+/* (the vectors through pointers: returned by value, a build without AVX
+ * would pass them unlike one with) */
+static inline void wino_ld8(wino_f8 *v, const float *p) { memcpy(v, p, sizeof *v); }
+
+static inline void wino_st8(float *p, const wino_f8 *v) { memcpy(p, v, sizeof *v); }
+
+#define WINO_BT4(T, s, d)                                                                                                          \
+    do {                                                                                                                            \
+        T s0_ = (s)[0], s1_ = (s)[1], s2_ = (s)[2], s3_ = (s)[3], s4_ = (s)[4], s5_ = (s)[5];                                      \
+        (d)[0] = 4.0f * s0_ - 5.0f * s2_ + s4_;                                                                                     \
+        (d)[1] = s3_ + s4_ - 4.0f * (s1_ + s2_), (d)[2] = s4_ - s3_ + 4.0f * (s1_ - s2_);                                          \
+        (d)[3] = s4_ - s2_ + 2.0f * (s3_ - s1_), (d)[4] = s4_ - s2_ - 2.0f * (s3_ - s1_);                                          \
+        (d)[5] = 4.0f * s1_ - 5.0f * s3_ + s5_;                                                                                     \
+    } while (0)
+
+#define WINO_AT4(T, s, d)                                                                                                          \
+    do {                                                                                                                            \
+        T s1_ = (s)[1], s2_ = (s)[2], s3_ = (s)[3], s4_ = (s)[4], p_ = s1_ + s2_, q_ = s1_ - s2_, r_ = s3_ + s4_, t_ = s3_ - s4_;    \
+        (d)[0] = (s)[0] + p_ + r_, (d)[1] = q_ + 2.0f * t_, (d)[2] = p_ + 4.0f * r_, (d)[3] = q_ + 8.0f * t_ + (s)[5];              \
+    } while (0)
+
+/* v[e * vs + k] of F(4x4) for the first n of 8 tiles whose patches' rows
+ * start at r (rs apart): 34 floats a row */
+static inline void wino_in_block4(float *restrict v, int64_t vs, const float *restrict r, int64_t rs, int64_t n) {
+    wino_f8 t[6][4];
+    float tail[6][2];
+    for (int c = 0; c < 4; c++) { /* down the columns: 4 vectors of 8 columns */
+        wino_f8 x[6];
+        for (int i = 0; i < 6; i++) wino_ld8(&x[i], r + i * rs + 8 * c);
+        wino_f8 d[6];
+        WINO_BT4(wino_f8, x, d);
+        for (int i = 0; i < 6; i++) t[i][c] = d[i];
+    }
+    for (int c = 0; c < 2; c++) { /* and the last two columns */
+        float x[6], d[6];
+        for (int i = 0; i < 6; i++) x[i] = r[i * rs + 32 + c];
+        WINO_BT4(float, x, d);
+        for (int i = 0; i < 6; i++) tail[i][c] = d[i];
+    }
+    for (int i = 0; i < 6; i++) { /* along the rows: column q of tile k is 4k + q */
+        wino_f8 a = WINO_SHUF(t[i][0], t[i][1], 0, 4, 8, 12, 1, 5, 9, 13), b = WINO_SHUF(t[i][0], t[i][1], 2, 6, 10, 14, 3, 7, 11, 15);
+        wino_f8 c = WINO_SHUF(t[i][2], t[i][3], 0, 4, 8, 12, 1, 5, 9, 13), d = WINO_SHUF(t[i][2], t[i][3], 2, 6, 10, 14, 3, 7, 11, 15);
+        wino_f8 q[6], o[6], end = {tail[i][0], tail[i][1], 0, 0, 0, 0, 0, 0};
+        q[0] = WINO_SHUF(a, c, 0, 1, 2, 3, 8, 9, 10, 11), q[1] = WINO_SHUF(a, c, 4, 5, 6, 7, 12, 13, 14, 15);
+        q[2] = WINO_SHUF(b, d, 0, 1, 2, 3, 8, 9, 10, 11), q[3] = WINO_SHUF(b, d, 4, 5, 6, 7, 12, 13, 14, 15);
+        q[4] = WINO_SHUF(q[0], end, 1, 2, 3, 4, 5, 6, 7, 8), q[5] = WINO_SHUF(q[1], end, 1, 2, 3, 4, 5, 6, 7, 9);
+        WINO_BT4(wino_f8, q, o);
+        if (n == 8)
+            for (int e = 0; e < 6; e++) wino_st8(v + (i * 6 + e) * vs, &o[e]);
+        else
+            for (int e = 0; e < 6; e++) {
+                float f[8];
+                wino_st8(f, &o[e]);
+                for (int64_t k = 0; k < n; k++) v[(i * 6 + e) * vs + k] = f[k];
+            }
+    }
+}
+
+/* F(4x4)'s outputs (+ bv) of 8 tiles whose values are s[e * ss + k]: row i
+ * of the block's 4 output rows, its 32 columns in order, in o[i] */
+static inline void wino_out_block4(wino_f8 o[4][4], const float *restrict s, int64_t ss, float bv) {
+    wino_f8 t[4][6];
+    for (int q = 0; q < 6; q++) { /* down the columns */
+        wino_f8 x[6], d[4];
+        for (int i = 0; i < 6; i++) wino_ld8(&x[i], s + (i * 6 + q) * ss);
+        WINO_AT4(wino_f8, x, d);
+        for (int i = 0; i < 4; i++) t[i][q] = d[i];
+    }
+    for (int i = 0; i < 4; i++) { /* along the rows, then the tiles' 4 columns interleaved */
+        wino_f8 d[4];
+        WINO_AT4(wino_f8, t[i], d);
+        for (int q = 0; q < 4; q++) d[q] += bv;
+        wino_f8 a = WINO_SHUF(d[0], d[1], 0, 8, 1, 9, 2, 10, 3, 11), b = WINO_SHUF(d[0], d[1], 4, 12, 5, 13, 6, 14, 7, 15);
+        wino_f8 c = WINO_SHUF(d[2], d[3], 0, 8, 1, 9, 2, 10, 3, 11), e = WINO_SHUF(d[2], d[3], 4, 12, 5, 13, 6, 14, 7, 15);
+        o[i][0] = WINO_SHUF(a, c, 0, 1, 8, 9, 2, 3, 10, 11), o[i][1] = WINO_SHUF(a, c, 4, 5, 12, 13, 6, 7, 14, 15);
+        o[i][2] = WINO_SHUF(b, e, 0, 1, 8, 9, 2, 3, 10, 11), o[i][3] = WINO_SHUF(b, e, 4, 5, 12, 13, 6, 7, 14, 15);
+    }
+}
+
 /* v[e * vs + k] for the first n of WINO_BLOCK tiles whose patches' rows
  * start at r (rs apart), the first at column 0 */
 static inline void wino_in_block(int m, float *restrict v, int64_t vs, const float *restrict r, int64_t rs, int64_t n) {
@@ -846,7 +1009,7 @@ static void wino_input(void *vj, int64_t c0, int64_t c1) {
     const wino_job *j = vj;
     const ts_conv_geom *g = j->g;
     int64_t m = j->m, a = j->a, T = (j->row1 - j->row0) * j->TW, W = g->W, ld = j->ld;
-    enum { PW = WINO_BLOCK * 4 + 2 }; /* the widest block's patches */
+    enum { PW = WINO_VB * 4 + 2 }; /* the widest block's patches */
     float pad[6 * PW];
     for (int64_t c = c0; c < c1; c++) {
         for (int e = 0; e < j->E; e++) /* the rounding up: zeros the products take along */
@@ -855,8 +1018,9 @@ static void wino_input(void *vj, int64_t c0, int64_t c1) {
             int64_t n = gr / j->TH, i0 = (gr % j->TH) * m - g->PT;
             const float *xc = j->x + (n * g->C + c) * g->H * W;
             float *v = j->v + c * j->E * ld + (gr - j->row0) * j->TW;
-            for (int64_t t0 = 0; t0 < j->TW; t0 += WINO_BLOCK) {
-                int64_t nt = j->TW - t0 < WINO_BLOCK ? j->TW - t0 : WINO_BLOCK, j0 = t0 * m - g->PL, span = WINO_BLOCK * m + 2;
+            for (int64_t t0 = 0, B; t0 < j->TW; t0 += B) {
+                B = m == 4 && j->TW - t0 >= WINO_VB ? WINO_VB : WINO_BLOCK;
+                int64_t nt = j->TW - t0 < B ? j->TW - t0 : B, j0 = t0 * m - g->PL, span = B * m + 2;
                 const float *r = pad;
                 int64_t rs = PW;
                 if (i0 >= 0 && i0 + a <= g->H && j0 >= 0 && j0 + span <= W) {
@@ -869,7 +1033,8 @@ static void wino_input(void *vj, int64_t c0, int64_t c1) {
                         if (ih >= 0 && ih < g->H && qhi > qlo) copy_row(pad + i * PW + qlo, xc + ih * W + j0 + qlo, qhi - qlo);
                     }
                 }
-                if (m == 2) wino_in_block(2, v + t0, ld, r, rs, nt);
+                if (B == WINO_VB) wino_in_block4(v + t0, ld, r, rs, nt);
+                else if (m == 2) wino_in_block(2, v + t0, ld, r, rs, nt);
                 else wino_in_block(4, v + t0, ld, r, rs, nt);
             }
         }
@@ -947,14 +1112,13 @@ static inline __attribute__((always_inline)) void wino_block(int NV, const float
     }
 }
 
-/* M[e] = U[e] V[e] for e in [e0, e1): WINO_NT tiles at a time, packed
- * together (in V, a row of a matrix is E rows from the next: the rows of
- * one e fell on few cache sets), then WINO_MR output channels at a time
- * over them */
-static void wino_products(void *vj, int64_t e0, int64_t e1) {
-    const wino_job *j = vj;
-    int64_t C = j->g->C, OC = j->g->OC, E = j->E, ld = j->ld, ldm = E * ld;
-    float *pk = j->pk + e0 * C * WINO_NT; /* this slice's */
+/* M[e] = U[e] V[e] for e in [e0, e1), output channels [oc0, oc1) (oc0 a
+ * multiple of WINO_MR): WINO_NT tiles at a time, packed together (in V, a
+ * row of a matrix is E rows from the next: the rows of one e fell on few
+ * cache sets), then WINO_MR output channels at a time over them */
+static void wino_products(const wino_job *j, int64_t e0, int64_t e1) {
+    int64_t C = j->g->C, OC = j->g->OC, E = j->E, ld = j->ld, ldm = E * ld, rows = j->oc1 - j->oc0;
+    float *pk = j->pk;
     for (int64_t e = e0; e < e1; e++)
         for (int64_t t = 0; t < ld; t += WINO_NT) {
             int64_t n = ld - t < WINO_NT ? ld - t : WINO_NT;
@@ -964,8 +1128,9 @@ static void wino_products(void *vj, int64_t e0, int64_t e1) {
                     for (int k = 0; k < WINO_NT; k++) pk[c * WINO_NT + k] = v[c * ldm + k];
             else
                 for (int64_t c = 0; c < C; c++) memcpy(pk + c * WINO_NT, v + c * ldm, (size_t)n * sizeof(float));
-            if (n == WINO_NT) wino_block(WINO_NV, j->u + e * OC * C, pk, j->mm + e * ld + t, ldm, OC, C);
-            else wino_block(WINO_NV / 2, j->u + e * OC * C, pk, j->mm + e * ld + t, ldm, OC, C);
+            const float *u = j->u + (e * OC + j->oc0) * C;
+            if (n == WINO_NT) wino_block(WINO_NV, u, pk, j->mm + e * ld + t, ldm, rows, C);
+            else wino_block(WINO_NV / 2, u, pk, j->mm + e * ld + t, ldm, rows, C);
         }
 }
 
@@ -986,18 +1151,19 @@ static inline void wino_out_block(int m, float o[4][4][WINO_BLOCK], const float 
             for (int k = 0; k < B; k++) o[i][q][k] += bv;
 }
 
-/* y = A^T M A + b for output channels [oc0, oc1): a block of tiles at a
- * time, the outputs past the bottom or right edge dropped */
-static void wino_output(void *vj, int64_t oc0, int64_t oc1) {
-    const wino_job *j = vj;
+/* y = A^T M A + b for output channels [oc0, oc1) (of M's, from j->oc0): a
+ * block of tiles at a time, the outputs past the bottom or right edge
+ * dropped */
+static void wino_output(const wino_job *j, int64_t oc0, int64_t oc1) {
     const ts_conv_geom *g = j->g;
     int64_t m = j->m, T = j->ld, OW = g->OW, ET = j->E * T;
     for (int64_t oc = oc0; oc < oc1; oc++)
         for (int64_t gr = j->row0; gr < j->row1; gr++) {
             int64_t n = gr / j->TH, oh = (gr % j->TH) * m, rows = g->OH - oh < m ? g->OH - oh : m;
-            const float *s = j->mm + oc * ET + (gr - j->row0) * j->TW;
+            const float *s = j->mm + (oc - j->oc0) * ET + (gr - j->row0) * j->TW;
             float bv = j->b ? j->b[oc] : 0.0f, *y = j->y + ((n * g->OC + oc) * g->OH + oh) * OW;
-            for (int64_t t0 = 0; t0 < j->TW; t0 += WINO_BLOCK) {
+            for (int64_t t0 = 0, B; t0 < j->TW; t0 += B) {
+                B = m == 4 && j->TW - t0 >= WINO_VB ? WINO_VB : WINO_BLOCK;
                 float o[4][4][WINO_BLOCK], in[36 * WINO_BLOCK];
                 int64_t n_t = j->TW - t0 < WINO_BLOCK ? j->TW - t0 : WINO_BLOCK;
                 const float *src = s + t0;
@@ -1007,9 +1173,31 @@ static void wino_output(void *vj, int64_t oc0, int64_t oc1) {
                         for (int k = 0; k < WINO_BLOCK; k++) in[e * WINO_BLOCK + k] = k < n_t ? src[e * T + k] : 0.0f;
                     src = in, ss = WINO_BLOCK;
                 }
+                int64_t cols = OW - t0 * m < B * m ? OW - t0 * m : B * m;
+                if (B == WINO_VB) { /* a whole block: rows of 32 outputs in vectors */
+                    wino_f8 o4[4][4];
+                    wino_out_block4(o4, src, T, bv);
+                    for (int64_t i = 0; i < rows; i++) {
+                        float *yr = y + i * OW + t0 * m;
+                        if (cols == 32 && j->accumulate)
+                            for (int q = 0; q < 4; q++) {
+                                wino_f8 old;
+                                wino_ld8(&old, yr + 8 * q);
+                                old += o4[i][q];
+                                wino_st8(yr + 8 * q, &old);
+                            }
+                        else if (cols == 32)
+                            for (int q = 0; q < 4; q++) wino_st8(yr + 8 * q, &o4[i][q]);
+                        else { /* the plane's last outputs */
+                            float f[32];
+                            memcpy(f, o4[i], sizeof f);
+                            for (int64_t x = 0; x < cols; x++) yr[x] = j->accumulate ? yr[x] + f[x] : f[x];
+                        }
+                    }
+                    continue;
+                }
                 if (m == 2) wino_out_block(2, o, src, ss, bv);
                 else wino_out_block(4, o, src, ss, bv);
-                int64_t cols = OW - t0 * m < WINO_BLOCK * m ? OW - t0 * m : WINO_BLOCK * m;
                 for (int64_t i = 0; i < rows; i++) {
                     float *yr = y + i * OW + t0 * m;
                     if (cols == WINO_BLOCK * m && j->accumulate) /* a whole block: constant counts, no divisions */
@@ -1026,16 +1214,51 @@ static void wino_output(void *vj, int64_t oc0, int64_t oc1) {
         }
 }
 
+/* slices [s0, s1) of the plan (wino_plan_for): by tile rows, each all
+ * three steps of its rows, a chunk at a time; by output channels, the
+ * products and output transform of the chunk's V (made before) */
+typedef struct wino_fwd {
+    const wino_job *j;
+    wino_plan pl;
+    float *ws; /* by_oc: V, then the slices' parts */
+    int64_t row0, row1; /* by_oc: the chunk */
+} wino_fwd;
+
+static void wino_slices(void *vf, int64_t s0, int64_t s1) {
+    const wino_fwd *f = vf;
+    const ts_conv_geom *g = f->j->g;
+    for (int64_t s = s0; s < s1; s++) {
+        wino_job j = *f->j;
+        float *own = f->ws + f->pl.v_floats + (size_t)s * f->pl.floats;
+        if (f->pl.by_oc) {
+            j.oc0 = s * f->pl.oc_per, j.oc1 = j.oc0 + f->pl.oc_per < g->OC ? j.oc0 + f->pl.oc_per : g->OC;
+            j.row0 = f->row0, j.row1 = f->row1, j.ld = wino_ld((j.row1 - j.row0) * j.TW);
+            j.v = f->ws, j.mm = own, j.pk = j.mm + j.E * (j.oc1 - j.oc0) * j.ld;
+            wino_products(&j, 0, j.E);
+            wino_output(&j, j.oc0, j.oc1);
+            continue;
+        }
+        int64_t rows_all = g->N * j.TH, r0 = rows_all * s / f->pl.slices, r1 = rows_all * (s + 1) / f->pl.slices;
+        j.oc0 = 0, j.oc1 = g->OC;
+        for (j.row0 = r0; j.row0 < r1; j.row0 += f->pl.rows) {
+            j.row1 = j.row0 + f->pl.rows < r1 ? j.row0 + f->pl.rows : r1;
+            j.ld = wino_ld((j.row1 - j.row0) * j.TW);
+            j.v = own, j.mm = j.v + j.E * g->C * j.ld, j.pk = j.mm + j.E * g->OC * j.ld;
+            wino_input(&j, 0, g->C);
+            wino_products(&j, 0, j.E);
+            wino_output(&j, 0, g->OC);
+        }
+    }
+}
+
 /* U made into the workspace (cache NULL), or kept in the cache and made
  * again when its key is not `key` */
 static void conv_fwd_winograd(ts_pool *p, float *ws, float *y, const float *x, const float *w, const float *b, const ts_conv_geom *g, int m,
                               float *cache, uint64_t key, bool accumulate) {
     wino_job j = wino_job_for(g, m);
     j.accumulate = accumulate;
-    int64_t R = wino_chunk_rows(&j), rows_all = g->N * j.TH;
     j.x = x, j.w = w, j.b = b, j.y = y, j.u = cache ? cache + WINO_HEAD : ws;
-    j.v = cache ? ws : j.u + wino_u_floats(g, m), j.mm = j.v + j.E * g->C * wino_ld(R * j.TW);
-    j.pk = j.mm + j.E * g->OC * wino_ld(R * j.TW);
+    wino_fwd f = {.j = &j, .pl = wino_plan_for(g, m, ts_pool_threads(p)), .ws = cache ? ws : ws + (wino_u_floats(g, m) + 15) / 16 * 16};
     wino_head h = {0};
     if (cache) memcpy(&h, cache, sizeof h);
     if (!h.made || h.key != key) {
@@ -1043,13 +1266,15 @@ static void conv_fwd_winograd(ts_pool *p, float *ws, float *y, const float *x, c
         h = (wino_head){.made = 1, .key = key};
         if (cache) memcpy(cache, &h, sizeof h);
     }
-    for (j.row0 = 0; j.row0 < rows_all; j.row0 += R) {
-        j.row1 = j.row0 + R < rows_all ? j.row0 + R : rows_all;
-        int64_t tiles = (j.row1 - j.row0) * j.TW;
-        j.ld = wino_ld(tiles);
-        ts_pool_for(p, g->C, grain_for(tiles * j.E), wino_input, &j);
-        ts_pool_for(p, j.E, 1, wino_products, &j);
-        ts_pool_for(p, g->OC, grain_for(tiles * j.E), wino_output, &j);
+    if (!f.pl.by_oc) {
+        ts_pool_for(p, f.pl.slices, 1, wino_slices, &f);
+        return;
+    }
+    for (f.row0 = 0; f.row0 < g->N * j.TH; f.row0 += f.pl.rows) { /* V shared by the slices */
+        f.row1 = f.row0 + f.pl.rows < g->N * j.TH ? f.row0 + f.pl.rows : g->N * j.TH;
+        j.row0 = f.row0, j.row1 = f.row1, j.ld = wino_ld((j.row1 - j.row0) * j.TW), j.v = f.ws;
+        ts_pool_for(p, g->C, grain_for((j.row1 - j.row0) * j.TW * j.E), wino_input, &j);
+        ts_pool_for(p, f.pl.slices, 1, wino_slices, &f);
     }
 }
 
