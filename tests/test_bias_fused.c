@@ -1,6 +1,7 @@
 /* test_bias_fused.c -- a Linear's bias Add done in its product's output
  * pass (docs/backend.md, "Bias in the product's output pass") gives the
- * bits the separate Add gives.
+ * bits the separate Add gives; likewise a Conv's Relu done in the
+ * convolution's output pass (conv_relu_case, conv_relu_models below).
  *
  * The kernel: ts_gemm_pool_bias against ts_gemm_pool and a plain float
  * add, on each of its paths (one thread, split by rows, split by columns,
@@ -19,6 +20,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "backend/cpu/cnn.h"
 #include "backend/cpu/gemm.h"
 #include "backend/pool.h"
 
@@ -51,6 +53,152 @@ static void kernel_case(ts_pool *p, bool tb, int64_t M, int64_t N, int64_t K, co
     ts_gemm_pool_bias(p, false, tb, M, N, K, A, B, C1, bias, C1);
     CHECK(memcmp(out0, C1, bytes) == 0, "%s, the sum over the product: the Add's bits", what);
     free(A), free(B), free(bias), free(C0), free(C1), free(out0), free(out1);
+}
+
+/* ---- a Conv's Relu in its output pass (docs/backend.md, "Relu in the
+ * convolution's output pass"): the kernel with relu NULL, with a relu
+ * output of its own (the convolution's kept) and over its output, on each
+ * output pass: Winograd's transform (by tile rows, by output channels, the
+ * planes' partial blocks), im2col's with the bias written first (the
+ * threads by samples or sharing one) and after (the training forward). */
+static void conv_relu_case(ts_pool *p, int64_t N, int64_t C, int64_t HW, int64_t OC, int64_t S, bool infer, int want_tile, const char *what) {
+    ts_conv_geom g = {.N = N, .C = C, .H = HW, .W = HW, .OC = OC, .KH = 3, .KW = 3, .SH = S, .SW = S, .PT = 1, .PL = 1, .DH = 1, .DW = 1,
+                      .groups = 1};
+    g.OH = g.OW = (HW + 2 - 3) / S + 1;
+    int tile = infer ? ts_conv2d_winograd_tile(&g, true) : 0;
+    CHECK(tile == want_tile, "%s: the path meant (Winograd tile %d, want %d)", what, tile, want_tile);
+    int64_t nx = N * C * HW * HW, nw = OC * C * 9, ny = N * OC * g.OH * g.OW;
+    size_t bytes = (size_t)ny * sizeof(float), cf = infer ? ts_conv2d_cache_floats(&g) : 0;
+    float *x = malloc((size_t)nx * sizeof *x), *w = malloc((size_t)nw * sizeof *w), *b = malloc((size_t)OC * sizeof *b);
+    float *y0 = malloc(bytes), *r0 = malloc(bytes), *y1 = malloc(bytes), *r1 = malloc(bytes);
+    float *ws = malloc(ts_conv2d_workspace(&g, ts_pool_threads(p)) * sizeof *ws), *cache = cf ? calloc(cf, sizeof *cache) : NULL;
+    if (!x || !w || !b || !y0 || !r0 || !y1 || !r1 || !ws || (cf && !cache)) {
+        CHECK(0, "%s: out of memory", what);
+        goto done;
+    }
+    fill(x, nx, 21), fill(w, nw, 22), fill(b, OC, 23);
+    for (int64_t i = 0; i < nw; i++) w[i] *= 0.2f;
+    float *outs[3] = {NULL, r1, y1}; /* no Relu, a Relu output of its own, the Relu over the output */
+    for (int c = 0; c < 3; c++) {
+        float *y = c == 0 ? y0 : y1;
+        for (int64_t i = 0; i < ny; i++) y1[i] = r1[i] = NAN;
+        if (infer) ts_conv2d_infer(p, ws, y, x, w, b, &g, cache, 1, outs[c]);
+        else ts_conv2d_forward(p, ws, y, x, w, b, &g, outs[c]);
+    }
+    int neg = 0;
+    for (int64_t i = 0; i < ny; i++) neg += y0[i] < 0.0f, r0[i] = y0[i] < 0.0f ? 0.0f : y0[i];
+    CHECK(neg > 0 && neg < ny, "%s: outputs of both signs (%d of %lld negative)", what, neg, (long long)ny);
+    CHECK(memcmp(r0, y1, bytes) == 0, "%s, the Relu over the output: max(0, x) of the same floats, to the bit", what);
+    for (int64_t i = 0; i < ny; i++) y1[i] = r1[i] = NAN;
+    if (infer) ts_conv2d_infer(p, ws, y1, x, w, b, &g, cache, 1, r1);
+    else ts_conv2d_forward(p, ws, y1, x, w, b, &g, r1);
+    CHECK(memcmp(y0, y1, bytes) == 0 && memcmp(r0, r1, bytes) == 0, "%s, the Relu apart: the convolution kept, the Relu's bits", what);
+done:
+    free(x), free(w), free(b), free(y0), free(r0), free(y1), free(r1), free(ws), free(cache);
+}
+
+/* ---- the model: two Conv + Relu (the executor fuses them) against the
+ * same graph with a Scale by 1 between each Conv and its Relu (exact, and
+ * not fused). An inference model: the same bits out, the anchored first
+ * Conv keeps its own values (negatives included) with the Relu's max(0, .)
+ * of them; a training model: the same losses and weight gradients, to the
+ * bit, over SGD steps. */
+enum { CB = 4, CC = 3, CHW = 10, CO = 8, CK = 5, CSTEPS = 3 };
+
+static float cxs[CB * CC * CHW * CHW];
+static int32_t cys[CB];
+
+static ts_tensor *cparam(ts_graph *g, const char *name, int nd, const int64_t *shape) {
+    ts_tensor *t = ts_param(g, name, nd, shape);
+    int64_t n = 1;
+    for (int d = 0; d < nd; d++) n *= shape[d];
+    float v[CO * CO * 9];
+    fill(v, n, name_seed(name));
+    for (int64_t k = 0; k < n; k++) v[k] *= 0.4f;
+    ts_array a = ts_array_f32(v, nd, shape);
+    CHECK_OK(ts_param_set(t, &a), "'%s' set", name);
+    return t;
+}
+
+static ts_graph *cnn(bool apart, ts_tensor **loss, ts_tensor **out) {
+    ts_graph *g = ts_graph_new(9);
+    ts_tensor *x = ts_input(g, "x", TS_F32, 4, (int64_t[]){CB, CC, CHW, CHW});
+    ts_tensor *y = ts_input(g, "labels", TS_I32, 1, (int64_t[]){CB});
+    ts_conv2d_params pad = {.pad_top = 1, .pad_bottom = 1, .pad_left = 1, .pad_right = 1};
+    ts_tensor *c1 = ts_conv2d(g, x, cparam(g, "c1.weight", 4, (int64_t[]){CO, CC, 3, 3}), cparam(g, "c1.bias", 1, (int64_t[]){CO}), &pad);
+    ts_tensor_set_name(c1, "c1");
+    ts_tensor *h = ts_relu(g, apart ? ts_scale(g, c1, 1.0f) : c1);
+    ts_tensor_set_name(h, "r1");
+    ts_tensor *c2 = ts_conv2d(g, h, cparam(g, "c2.weight", 4, (int64_t[]){CO, CO, 3, 3}), cparam(g, "c2.bias", 1, (int64_t[]){CO}), &pad);
+    h = ts_relu(g, apart ? ts_scale(g, c2, 1.0f) : c2);
+    h = ts_flatten(g, ts_global_avg_pool2d(g, h), 1);
+    h = ts_add(g, ts_matmul_t(g, h, cparam(g, "fc.weight", 2, (int64_t[]){CK, CO})), cparam(g, "fc.bias", 1, (int64_t[]){CK}));
+    *out = h;
+    ts_tensor_set_name(h, "logits");
+    *loss = ts_nll_loss(g, ts_log_softmax(g, h, 1), y);
+    ts_tensor_set_name(*loss, "loss");
+    return g;
+}
+
+static ts_status cnn_run(ts_model *m) {
+    const char *names[2] = {"x", "labels"};
+    ts_array in[2] = {ts_array_f32(cxs, 4, (int64_t[]){CB, CC, CHW, CHW}), ts_array_i32(cys, 1, (int64_t[]){CB})};
+    return ts_model_run(m, names, in, 2);
+}
+
+static bool same_anchor(ts_model *a, ts_model *b, const char *name, int64_t n) {
+    ts_array x, y;
+    if (ts_model_anchored(a, name, &x) || ts_model_anchored(b, name, &y)) return false;
+    return memcmp(x.data, y.data, (size_t)n * sizeof(float)) == 0;
+}
+
+static void conv_relu_models(void) {
+    fill(cxs, CB * CC * CHW * CHW, 31);
+    for (int i = 0; i < CB; i++) cys[i] = i % CK;
+    ts_tensor *loss[2], *out[2];
+    ts_graph *g[2] = {cnn(false, &loss[0], &out[0]), cnn(true, &loss[1], &out[1])};
+    ts_model *inf[2] = {NULL, NULL}, *tr[2] = {NULL, NULL};
+    for (int k = 0; k < 2; k++) {
+        ts_options *o = ts_options_new();
+        ts_options_set_threads(o, 2);
+        if (k == 0) {
+            ts_options_anchor(o, "c1", "c1", TS_OUTPUT_FINAL, 0);
+            ts_options_anchor(o, "r1", "r1", TS_OUTPUT_FINAL, 0);
+        }
+        ts_status st = ts_model_inference(&inf[k], g[k], &out[k], 1, o);
+        if (!st) st = ts_model_compile(inf[k]);
+        if (!st) st = cnn_run(inf[k]);
+        CHECK_OK(st, "an inference model run (%s)", k ? "Scale between" : "Conv + Relu");
+        ts_options_anchor(o, "loss", "loss", TS_OUTPUT_ALL, 0);
+        ts_options_anchor(o, "dw1", "Gradient___c1.weight", TS_OUTPUT_FINAL, 0);
+        ts_options_anchor(o, "dw2", "Gradient___c2.weight", TS_OUTPUT_FINAL, 0);
+        st = ts_model_training(&tr[k], g[k], loss[k], o, ts_sgd(0.1f, 0.0f, 0.0f));
+        if (!st) st = ts_model_compile(tr[k]);
+        CHECK_OK(st, "a training model (%s)", k ? "Scale between" : "Conv + Relu");
+        ts_options_free(o);
+    }
+    if (!inf[0] || !inf[1] || !tr[0] || !tr[1]) goto done;
+    CHECK(same_anchor(inf[0], inf[1], "logits", CB * CK), "inference: the logits, the same bits");
+    ts_array c1, r1;
+    int64_t n = CB * CO * CHW * CHW;
+    if (!ts_model_anchored(inf[0], "c1", &c1) && !ts_model_anchored(inf[0], "r1", &r1)) {
+        int neg = 0, off = 0;
+        for (int64_t i = 0; i < n; i++) {
+            float c = ((const float *)c1.data)[i], r = ((const float *)r1.data)[i], want = c < 0.0f ? 0.0f : c;
+            neg += c < 0.0f, off += memcmp(&r, &want, sizeof r) != 0;
+        }
+        CHECK(neg > 0 && off == 0, "the anchored Conv keeps its own values (%d negative), its Relu max(0, .) of them (%d off)", neg, off);
+    } else
+        CHECK(0, "c1 and r1 anchored");
+    for (int s = 0; s < CSTEPS; s++) {
+        CHECK_OK(cnn_run(tr[0]), "training step %d (Conv + Relu)", s + 1);
+        CHECK_OK(cnn_run(tr[1]), "training step %d (Scale between)", s + 1);
+        CHECK(same_anchor(tr[0], tr[1], "loss", 1), "training step %d: the same loss, to the bit", s + 1);
+        CHECK(same_anchor(tr[0], tr[1], "dw1", CO * CC * 9) && same_anchor(tr[0], tr[1], "dw2", CO * CO * 9),
+              "training step %d: the Convs' weight gradients, to the bit", s + 1);
+    }
+done:
+    for (int k = 0; k < 2; k++) ts_model_free(inf[k]), ts_model_free(tr[k]), ts_graph_free(g[k]);
 }
 
 enum { BATCH = 96, IN = 40, HID = 72, OUT = 6, STEPS = 3 };
@@ -133,7 +281,16 @@ int main(void) {
     kernel_case(p, true, 512, 384, 256, "the bias first, K = 256, B transposed");
     kernel_case(p, false, 512, 128, 512, "the bias after, K = 512");
     kernel_case(p, true, 2000, 40, 200, "the bias first, a narrow product split by rows");
+    conv_relu_case(p, 1, 32, 28, 32, 1, true, 4, "Winograd F(4x4), one sample, by tile rows");
+    conv_relu_case(p, 1, 128, 7, 256, 1, true, 2, "Winograd F(2x2), a 7x7 plane, by output channels");
+    conv_relu_case(p, 2, 64, 13, 64, 1, true, 4, "Winograd, 13x13 planes (partial blocks)");
+    conv_relu_case(p, 1, 16, 20, 32, 2, true, 0, "im2col, bias first, stride 2, threads sharing a sample");
+    conv_relu_case(p, 4, 16, 20, 32, 2, true, 0, "im2col, bias first, stride 2, threads by samples");
+    conv_relu_case(p, 1, 3, 6, 4, 1, false, 0, "im2col, bias after, one thread");
+    conv_relu_case(p, 1, 16, 24, 32, 1, false, 0, "im2col, bias after, threads sharing a sample");
+    conv_relu_case(p, 4, 8, 16, 16, 1, false, 0, "im2col, bias after, threads by samples");
     ts_pool_free(p);
+    conv_relu_models();
 
     fill(xs, BATCH * IN, 11);
     for (int i = 0; i < BATCH; i++) ys[i] = (int32_t)((unsigned)(i * 7 + 3) % OUT);

@@ -67,7 +67,7 @@ static void conv_case(ts_pool *pool, int64_t N, int64_t C, int64_t H, int64_t W,
         dx[i] = dx0[i] = 0.25f;
     for (int64_t i = 0; i < nw; i++)
         dw[i] = dw0[i] = -0.25f;
-    ts_conv2d_forward(pool, ws, y, x, w, b, &g);
+    ts_conv2d_forward(pool, ws, y, x, w, b, &g, NULL);
     ts_conv2d_naive_forward(y0, x, w, b, &g);
     ts_conv2d_naive_forward(bound, ax, aw, ab, &g);
     double K = (double)((C / G) * KH * KW), worst = 0;
@@ -137,7 +137,7 @@ static int64_t infer_off(ts_pool *pool, const ts_conv_geom *g, float *ws, float 
         aw[i] = fabsf(w[i]);
     for (int64_t i = 0; b && i < g->OC; i++)
         ab[i] = fabsf(b[i]);
-    ts_conv2d_infer(pool, ws, y, x, w, b, g, cache, key);
+    ts_conv2d_infer(pool, ws, y, x, w, b, g, cache, key, NULL);
     ts_conv2d_naive_forward(y0, x, w, b, g);
     ts_conv2d_naive_forward(bound, ax, aw, ab, g);
     for (int64_t i = 0; i < ny; i++) {
@@ -180,7 +180,7 @@ static void infer_case(ts_pool *pool, int64_t N, int64_t C, int64_t H, int64_t W
     int64_t bad = infer_off(pool, &g, ws, y, x, w, b, NULL, 0, m, &worst);
     int64_t bad_k = infer_off(pool, &g, ws, y1, x, w, b, cache, 7, mk, &worst_k);
     int64_t bad_new = infer_off(pool, &g, ws, y, x, w2, b, cache, 8, mk, &worst_new); /* new weights, new key */
-    ts_conv2d_infer(pool, ws, y, x, w, b, &g, cache, 8);                         /* the first weights back, the same key */
+    ts_conv2d_infer(pool, ws, y, x, w, b, &g, cache, 8, NULL);                        /* the first weights back, the same key */
     bool reused = !kept || memcmp(y, y1, sizeof(float) * (size_t)ny) != 0;
     char what[160];
     snprintf(what, sizeof what, "conv2d inference: x[%lld,%lld,%lld,%lld] k3x3 s%lld p%lld,%lld,%lld,%lld%s -> [%lld,%lld,%lld,%lld]%s",
@@ -211,7 +211,7 @@ static void infer_threads_case(ts_pool *const pools[3], int64_t N, int64_t C, in
         float *cache = nc ? calloc(nc, sizeof(float)) : NULL;
         y[t] = malloc(sizeof(float) * (size_t)ny);
         ok = ws && y[t] && (!nc || cache);
-        if (ok) ts_conv2d_infer(pools[t], ws, y[t], x, w, b, &g, cache, 1);
+        if (ok) ts_conv2d_infer(pools[t], ws, y[t], x, w, b, &g, cache, 1, NULL);
         if (ok && t) same = same && memcmp(y[t], y[0], sizeof(float) * (size_t)ny) == 0;
         free(ws), free(cache);
     }

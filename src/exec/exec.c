@@ -223,6 +223,37 @@ static bool product_unread(const ts_run *run, int i) {
     return true;
 }
 
+/* A Conv's Relu done in its output pass, as bias_fusable does a Linear's
+ * bias: node order[k] a Conv whose row fuses_relu (ck its arguments), the
+ * next node in the order a Relu of it alone, float32 both. Then *rc holds
+ * the Relu's arguments, the Conv's kernel writes the Relu's output too
+ * (max(0, x) of the same floats, the Relu's bits) and the Relu's kernel is
+ * skipped, its observers run as ever. The Conv keeps its own value unless
+ * the Relu writes in place, which only an unobserved Conv may; the Relu's
+ * output must not overlap what the Conv reads. Training too: the Relu's
+ * backward reads its output, the Conv's its input, neither the Conv's
+ * output. */
+static bool relu_fusable(const ts_run *run, int k, int64_t mb, const ts_kctx *ck, ts_kctx *rc) {
+    const ts_prog *p = run->prog;
+    if (k + 1 >= p->n_order) return false;
+    int i = p->order[k], a = p->order[k + 1];
+    const ts_tensor *t = run->g->t[a], *cv = run->g->t[i];
+    if (t->op != TS_OP_RELU || t->n_in != 1 || t->in[0] != i || !ts_in_stage(run, a) || (p->skip && p->skip[a])) return false;
+    if (ts_dtype_is_half(cv->grid) || ts_dtype_is_half(t->grid) || ck->out_dtype != TS_F32 || !ck->out || !ck->in[0] || !ck->in[1])
+        return false;
+    for (int j = 0; j < ck->n_in; j++)
+        if (ck->in_dtype[j] != TS_F32) return false;
+    *rc = make_ctx(run, a, mb);
+    int64_t n = ts_shape_numel(&ck->out_shape);
+    if (ts_shape_numel(&rc->out_shape) != n || rc->out_dtype != TS_F32 || rc->in_dtype[0] != TS_F32 || !rc->out) return false;
+    float *out = rc->out;
+    if (out == ck->out) return !p->entries[p->value_entry[i]].observed; /* in place: the Conv's value becomes the Relu's */
+    if (overlaps(out, n, ck->out, n)) return false;
+    for (int j = 0; j < ck->n_in; j++)
+        if (overlaps(out, n, ck->in[j], ts_shape_numel(&ck->in_shape[j]))) return false;
+    return true;
+}
+
 static ts_status check_computed_indices(const ts_run *run, const ts_kctx *k);
 
 static ts_status forward(ts_run *run, int64_t mb) {
@@ -231,7 +262,7 @@ static ts_status forward(ts_run *run, int64_t mb) {
     bool tr = ts_trace_live();
     uint64_t tf = tr ? ts_now_ns() : 0;
     if (p->n_fusions) choose_fusions(run);
-    int fused = -1; /* the Add whose kernel the MatMul before it ran */
+    int fused = -1; /* the Add (Relu) whose kernel the MatMul (Conv) before it ran */
     for (int k = 0; k < p->n_order; k++) {
         int i = p->order[k];
         const ts_tensor *t = g->t[i];
@@ -246,12 +277,16 @@ static ts_status forward(ts_run *run, int64_t mb) {
             kc.bias = ac.in[1], kc.bias_out = ac.out;
             if (kc.out != ac.out && product_unread(run, i)) kc.out = ac.out;
             fused = p->order[k + 1];
+        } else if (run->dev.backend->kernels[t->op].fuses_relu && relu_fusable(run, k, mb, &kc, &ac)) {
+            kc.relu_out = ac.out;
+            if (kc.out != ac.out && product_unread(run, i)) kc.out = ac.out;
+            fused = p->order[k + 1];
         }
         ts_op_call call = {i, false, mb, &kc, 0, 0, tr};
         ts_status st = check_computed_indices(run, &kc);
         if (!st) st = ts_op_chain_run(run->chain.before, run->chain.n_before, run, &call);
         if (st) return st;
-        if (i != fused) run->dev.backend->kernels[t->op].forward(&kc); /* the bias Add: done by the MatMul before it */
+        if (i != fused) run->dev.backend->kernels[t->op].forward(&kc); /* the bias Add (Relu): done by the MatMul (Conv) before it */
         st = ts_op_chain_run(run->chain.after, run->chain.n_after, run, &call);
         if (st) return st;
     }

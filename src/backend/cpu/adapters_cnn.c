@@ -39,8 +39,10 @@ void ts_fwd_conv2d(const ts_kctx *k) {
     /* a training model's weights change at every step: Winograd's
      * transformed weights are made at each call (no cache), and only where
      * that pays (ts_conv2d_winograd_tile); the others keep im2col's sums */
-    if (k->training && !ts_conv2d_winograd_tile(&g, false)) ts_conv2d_forward(k->pool, k->workspace, k->out, k->in[0], k->in[1], b, &g);
-    else ts_conv2d_infer(k->pool, k->workspace, k->out, k->in[0], k->in[1], b, &g, k->training ? NULL : k->cache, k->values_gen);
+    if (k->training && !ts_conv2d_winograd_tile(&g, false))
+        ts_conv2d_forward(k->pool, k->workspace, k->out, k->in[0], k->in[1], b, &g, k->relu_out);
+    else
+        ts_conv2d_infer(k->pool, k->workspace, k->out, k->in[0], k->in[1], b, &g, k->training ? NULL : k->cache, k->values_gen, k->relu_out);
 }
 
 void ts_bwd_conv2d(const ts_kctx *k) {

@@ -176,7 +176,14 @@ typedef struct conv_job {
     bool shared; /* fewer samples than threads: the threads share each sample (forward) */
     bool bias_first; /* inference: the bias fills the output and the product adds to it */
     bool accumulate; /* the product adds to the output (the input gradient as a convolution: dx +=) */
+    float *relu;     /* also max(0, y) here, in the output pass (a Relu that follows: ts_kctx.relu_out; may be y), else NULL */
 } conv_job;
+
+/* r[i] = max(0, y[i]) for i in [0, n) as the Relu computes it
+ * (ts_relu_forward: NaN and -0 kept), r may be y */
+static inline void relu_into(float *r, const float *y, int64_t n) {
+    for (int64_t i = 0; i < n; i++) r[i] = y[i] < 0.0f ? 0.0f : y[i];
+}
 
 /* below this many multiply-adds a convolution runs on the calling thread */
 #define CONV_PAR_MACS (256 * 1024)
@@ -229,7 +236,7 @@ static size_t shared_floats(const ts_conv_geom *g, int threads) {
 static size_t wino_floats(const ts_conv_geom *g, int threads);
 static int wino_m(const ts_conv_geom *g, bool kept);
 static void conv_fwd_winograd(ts_pool *p, float *ws, float *y, const float *x, const float *w, const float *b, const ts_conv_geom *g, int m,
-                              float *cache, uint64_t key, bool accumulate);
+                              float *cache, uint64_t key, bool accumulate, float *relu);
 static void conv_dw_winograd(ts_pool *p, float *ws, float *dw, const float *dy, const float *x, const ts_conv_geom *g, int m);
 
 /* im2col's workspace: a slot per thread, or the shared forward's columns */
@@ -328,8 +335,10 @@ static float bias_before(const conv_job *j, float *yn, int64_t OHW, int64_t oc0,
     return 1.0f;
 }
 
+/* ... and the Relu that follows it, over the same outputs */
 static void bias_after(const conv_job *j, float *yn, int64_t OHW, int64_t oc0, int64_t oc1, int64_t p0, int64_t p1) {
     if (!j->bias_first) add_bias(yn, j->b, OHW, oc0, oc1, p0, p1, false);
+    for (int64_t oc = oc0; j->relu && oc < oc1; oc++) relu_into(j->relu + (yn - j->y) + oc * OHW + p0, yn + oc * OHW + p0, p1 - p0);
 }
 
 static void conv_fwd_slots(void *vj, int64_t begin, int64_t end) {
@@ -509,15 +518,16 @@ static conv_job conv_job_for(ts_pool *p, float *ws, const ts_conv_geom *g) {
 }
 
 static void conv_forward(ts_pool *p, float *ws, float *y, const float *x, const float *w, const float *b, const ts_conv_geom *g,
-                         bool bias_first) {
+                         bool bias_first, float *relu) {
     conv_job j = conv_job_for(p, ws, g);
-    j.y = y, j.x = x, j.w = w, j.b = b, j.bias_first = bias_first;
+    j.y = y, j.x = x, j.w = w, j.b = b, j.bias_first = bias_first, j.relu = relu;
     if (j.shared) conv_fwd_shared(p, &j);
     else ts_pool_for(p, j.slots, 1, conv_fwd_slots, &j);
 }
 
-void ts_conv2d_forward(ts_pool *p, float *ws, float *y, const float *x, const float *w, const float *b, const ts_conv_geom *g) {
-    conv_forward(p, ws, y, x, w, b, g, false);
+void ts_conv2d_forward(ts_pool *p, float *ws, float *y, const float *x, const float *w, const float *b, const ts_conv_geom *g,
+                       float *relu) {
+    conv_forward(p, ws, y, x, w, b, g, false, relu);
 }
 
 typedef struct dgrad_job {
@@ -547,7 +557,7 @@ static void dgrad_by_conv(ts_pool *p, float *ws, float *dx, const float *dy, con
     ts_pool_for(p, g->C, grain_for(g->OC / g->groups * g->KH * g->KW), dgrad_weights, &dj);
     int m = wino_m(&d, false);
     if (m) { /* a 3x3 with enough tiles: Winograd's products, as the forward pass's */
-        conv_fwd_winograd(p, ws + dgrad_w_floats(g), dx, dy, dj.wt, NULL, &d, m, NULL, 0, !store);
+        conv_fwd_winograd(p, ws + dgrad_w_floats(g), dx, dy, dj.wt, NULL, &d, m, NULL, 0, !store, NULL);
         return;
     }
     conv_job j = conv_job_for(p, ws + dgrad_w_floats(g), &d);
@@ -602,11 +612,11 @@ void ts_conv_transpose2d_backward(ts_pool *p, float *ws, float *dx, float *dw, f
     if (dw) ts_conv2d_backward(p, ws, NULL, dw, NULL, x, dy, w, g, false);
     if (!dx) return;
     if (dx_store) {
-        ts_conv2d_forward(p, ws, dx, dy, w, NULL, g);
+        ts_conv2d_forward(p, ws, dx, dy, w, NULL, g, NULL);
         return;
     }
     float *t = ws + ts_conv2d_workspace(g, ts_pool_threads(p));
-    ts_conv2d_forward(p, ws, t, dy, w, NULL, g);
+    ts_conv2d_forward(p, ws, t, dy, w, NULL, g, NULL);
     ts_accumulate(p, dx, t, n);
 }
 
@@ -685,6 +695,7 @@ typedef struct wino_job {
     float *pk;          /* WINO_NT tiles of one V[e] packed for the products */
     bool accumulate;    /* the outputs add to y (an input gradient: dx +=) */
     const float *dy;    /* the weight gradient's output gradient (y: its dw) */
+    float *relu;        /* also max(0, y) here, as the output transform writes y (conv_job.relu), else NULL */
 } wino_job;
 
 /* tiles the products take at a time (wino_products): WINO_NT, the last
@@ -1193,6 +1204,7 @@ static void wino_output(const wino_job *j, int64_t oc0, int64_t oc1) {
                             memcpy(f, o4[i], sizeof f);
                             for (int64_t x = 0; x < cols; x++) yr[x] = j->accumulate ? yr[x] + f[x] : f[x];
                         }
+                        if (j->relu) relu_into(j->relu + (yr - j->y), yr, cols);
                     }
                     continue;
                 }
@@ -1209,6 +1221,7 @@ static void wino_output(const wino_job *j, int64_t oc0, int64_t oc1) {
                     else /* the last, partial block (a small plane's only one): its first cols outputs */
                         for (int64_t k = 0, x = 0; k < n_t; k++)
                             for (int64_t q = 0; q < m && x < cols; q++, x++) yr[x] = j->accumulate ? yr[x] + o[i][q][k] : o[i][q][k];
+                    if (j->relu) relu_into(j->relu + (yr - j->y), yr, cols);
                 }
             }
         }
@@ -1254,9 +1267,9 @@ static void wino_slices(void *vf, int64_t s0, int64_t s1) {
 /* U made into the workspace (cache NULL), or kept in the cache and made
  * again when its key is not `key` */
 static void conv_fwd_winograd(ts_pool *p, float *ws, float *y, const float *x, const float *w, const float *b, const ts_conv_geom *g, int m,
-                              float *cache, uint64_t key, bool accumulate) {
+                              float *cache, uint64_t key, bool accumulate, float *relu) {
     wino_job j = wino_job_for(g, m);
-    j.accumulate = accumulate;
+    j.accumulate = accumulate, j.relu = relu;
     j.x = x, j.w = w, j.b = b, j.y = y, j.u = cache ? cache + WINO_HEAD : ws;
     wino_fwd f = {.j = &j, .pl = wino_plan_for(g, m, ts_pool_threads(p)), .ws = cache ? ws : ws + (wino_u_floats(g, m) + 15) / 16 * 16};
     wino_head h = {0};
@@ -1400,10 +1413,10 @@ static void conv_dw_winograd(ts_pool *p, float *ws, float *dw, const float *dy, 
 }
 
 void ts_conv2d_infer(ts_pool *p, float *ws, float *y, const float *x, const float *w, const float *b, const ts_conv_geom *g, float *cache,
-                     uint64_t key) {
+                     uint64_t key, float *relu) {
     int m = ts_conv2d_winograd_tile(g, cache != NULL);
-    if (m) conv_fwd_winograd(p, ws, y, x, w, b, g, m, cache, key, false);
-    else conv_forward(p, ws, y, x, w, b, g, true);
+    if (m) conv_fwd_winograd(p, ws, y, x, w, b, g, m, cache, key, false, relu);
+    else conv_forward(p, ws, y, x, w, b, g, true, relu);
 }
 
 /* The input element under output (oh, ow) and kernel tap (ki, kj), or -1. */

@@ -27,8 +27,11 @@ typedef struct ts_conv_geom {
  * weights and dy's columns). From the shapes alone: N, C, H, W, OC, OH,
  * OW, KH, KW, groups (not the strides, padding or dilation). */
 size_t ts_conv2d_workspace(const ts_conv_geom *g, int threads);
-/* y[N,OC,OH,OW] = x[N,C,H,W] (*) w[OC,C/groups,KH,KW] + b[OC] (b may be NULL) */
-void ts_conv2d_forward(ts_pool *p, float *ws, float *y, const float *x, const float *w, const float *b, const ts_conv_geom *g);
+/* y[N,OC,OH,OW] = x[N,C,H,W] (*) w[OC,C/groups,KH,KW] + b[OC] (b may be NULL);
+ * relu (NULL: none): also max(0, y) there, as the Relu computes it, in the
+ * output pass (relu may be y: then y holds only that) */
+void ts_conv2d_forward(ts_pool *p, float *ws, float *y, const float *x, const float *w, const float *b, const ts_conv_geom *g,
+                       float *relu);
 /* The forward pass of an inference model: a 3x3 convolution with stride 1,
  * dilation 1, one group and enough work through Winograd's F(m x m, 3x3)
  * (ts_conv2d_winograd_tile says m: 4, 2, or 0 for none), 4 or 2.25 times
@@ -45,7 +48,7 @@ void ts_conv2d_forward(ts_pool *p, float *ws, float *y, const float *x, const fl
 int ts_conv2d_winograd_tile(const ts_conv_geom *g, bool cached);
 size_t ts_conv2d_cache_floats(const ts_conv_geom *g);
 void ts_conv2d_infer(ts_pool *p, float *ws, float *y, const float *x, const float *w, const float *b, const ts_conv_geom *g, float *cache,
-                     uint64_t key);
+                     uint64_t key, float *relu);
 /* dx += ..., dw += ..., db += ... (each may be NULL); dx_store: dx = ...
  * (its old values not read) */
 void ts_conv2d_backward(ts_pool *p, float *ws, float *dx, float *dw, float *db, const float *dy, const float *x, const float *w,

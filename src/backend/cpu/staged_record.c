@@ -269,7 +269,7 @@ void ts_cpu_staged_recording(ts_backend *be) {
     for (int op = 0; op < TS_OP_COUNT; op++) rows[op] = (ts_kernel_row){base.kernels[op].forward ? s_forward : NULL,
                                                                        base.kernels[op].backward ? s_backward : NULL,
                                                                        base.kernels[op].workspace_floats, NULL,
-                                                                       base.kernels[op].stores_din, false};
+                                                                       base.kernels[op].stores_din, false, false};
     be->kernels = rows;
     be->copy_on_device = s_copy;
     be->fill = s_fill;
