@@ -180,9 +180,17 @@ typedef struct conv_job {
 } conv_job;
 
 /* r[i] = max(0, y[i]) for i in [0, n) as the Relu computes it
- * (ts_relu_forward: NaN and -0 kept), r may be y */
-static inline void relu_into(float *r, const float *y, int64_t n) {
+ * (ts_relu_forward: NaN and -0 kept), r may be y (two loops, so that the
+ * compiler vectorizes both without a check of the pointers' overlap) */
+static inline void relu_apart(float *restrict r, const float *restrict y, int64_t n) {
     for (int64_t i = 0; i < n; i++) r[i] = y[i] < 0.0f ? 0.0f : y[i];
+}
+static inline void relu_into(float *r, float *y, int64_t n) {
+    if (r != y) {
+        relu_apart(r, y, n);
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) y[i] = y[i] < 0.0f ? 0.0f : y[i];
 }
 
 /* below this many multiply-adds a convolution runs on the calling thread */
