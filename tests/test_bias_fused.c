@@ -282,6 +282,8 @@ int main(void) {
     kernel_case(p, false, 512, 128, 512, "the bias after, K = 512");
     kernel_case(p, true, 2000, 40, 200, "the bias first, a narrow product split by rows");
     conv_relu_case(p, 1, 32, 28, 32, 1, true, 4, "Winograd F(4x4), one sample, by tile rows");
+    conv_relu_case(p, 1, 64, 56, 64, 1, true, 4, "Winograd F(4x4), 56x56 (blocks of 8 tiles in vectors)");
+    conv_relu_case(p, 1, 32, 30, 32, 1, true, 4, "Winograd F(4x4), 30x30 (a vector block's last 30 outputs)");
     conv_relu_case(p, 1, 128, 7, 256, 1, true, 2, "Winograd F(2x2), a 7x7 plane, by output channels");
     conv_relu_case(p, 2, 64, 13, 64, 1, true, 4, "Winograd, 13x13 planes (partial blocks)");
     conv_relu_case(p, 1, 16, 20, 32, 2, true, 0, "im2col, bias first, stride 2, threads sharing a sample");

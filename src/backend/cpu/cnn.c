@@ -927,6 +927,12 @@ static inline void wino_ld8(wino_f8 *v, const float *p) { memcpy(v, p, sizeof *v
 
 static inline void wino_st8(float *p, const wino_f8 *v) { memcpy(p, v, sizeof *v); }
 
+/* max(0, v) as relu_into: the lanes below 0 cleared (NaN and -0 kept) */
+static inline void wino_relu8(wino_f8 *v) {
+    wino_i8 neg = *v < (wino_f8){0};
+    *v = (wino_f8)((wino_i8)*v & ~neg);
+}
+
 #define WINO_BT4(T, s, d)                                                                                                          \
     do {                                                                                                                            \
         T s0_ = (s)[0], s1_ = (s)[1], s2_ = (s)[2], s3_ = (s)[3], s4_ = (s)[4], s5_ = (s)[5];                                      \
@@ -1197,7 +1203,7 @@ static void wino_output(const wino_job *j, int64_t oc0, int64_t oc1) {
                     wino_f8 o4[4][4];
                     wino_out_block4(o4, src, T, bv);
                     for (int64_t i = 0; i < rows; i++) {
-                        float *yr = y + i * OW + t0 * m;
+                        float *yr = y + i * OW + t0 * m, *rr = j->relu ? j->relu + (yr - j->y) : NULL;
                         if (cols == 32 && j->accumulate)
                             for (int q = 0; q < 4; q++) {
                                 wino_f8 old;
@@ -1206,13 +1212,16 @@ static void wino_output(const wino_job *j, int64_t oc0, int64_t oc1) {
                                 wino_st8(yr + 8 * q, &old);
                             }
                         else if (cols == 32)
-                            for (int q = 0; q < 4; q++) wino_st8(yr + 8 * q, &o4[i][q]);
+                            for (int q = 0; q < 4; q++) {
+                                if (rr != yr) wino_st8(yr + 8 * q, &o4[i][q]); /* the Relu over it: written once */
+                                if (rr) wino_relu8(&o4[i][q]), wino_st8(rr + 8 * q, &o4[i][q]);
+                            }
                         else { /* the plane's last outputs */
                             float f[32];
                             memcpy(f, o4[i], sizeof f);
                             for (int64_t x = 0; x < cols; x++) yr[x] = j->accumulate ? yr[x] + f[x] : f[x];
+                            if (rr) relu_into(rr, yr, cols);
                         }
-                        if (j->relu) relu_into(j->relu + (yr - j->y), yr, cols);
                     }
                     continue;
                 }
