@@ -339,15 +339,31 @@ static float mean_weight(const ts_attn_geom *g) {
     return w;
 }
 
+/* a (batch, head) pair's slot and its group's k and v as the products
+ * read them: the copies the kernel's packing does not round, rounded into
+ * the slot */
+typedef struct pair_kv {
+    copy_slot c;
+    unsigned own; /* the copies rounded here rather than by the kernel's packing */
+    const float *k, *v;
+} pair_kv;
+
+static pair_kv pair_begin(const att_job *a, float *ws, int64_t kh) {
+    const ts_attn_geom *g = a->g;
+    size_t floats;
+    pair_kv r = {copy_layout(g, ws, &floats), a->kernel ? 0 : g->copies, a->k + kh * g->S * g->D, a->v + kh * g->S * g->Dv};
+    if (r.own & TS_ATT_COPY_K) r.k = read_as(g, TS_ATT_COPY_K, r.c.k, r.k, g->S * g->D);
+    if (r.own & TS_ATT_COPY_V) r.v = read_as(g, TS_ATT_COPY_V, r.c.v, r.v, g->S * g->Dv);
+    return r;
+}
+
 static void fwd_pair_copies(const att_job *a, float *ws, int64_t bh, ends_held *held) {
     const ts_attn_geom *g = a->g;
     int64_t b = bh / g->H, h = bh % g->H, T = g->T, S = g->S, D = g->D, Dv = g->Dv, kh = b * g->Hk + h / (g->H / g->Hk);
-    size_t floats;
-    copy_slot c = copy_layout(g, ws, &floats);
-    unsigned own = a->kernel ? 0 : g->copies; /* the copies rounded here rather than by the kernel's packing */
-    const float *k = a->k + kh * S * D, *v = a->v + kh * S * Dv;
-    if (own & TS_ATT_COPY_K) k = read_as(g, TS_ATT_COPY_K, c.k, k, S * D);
-    if (own & TS_ATT_COPY_V) v = read_as(g, TS_ATT_COPY_V, c.v, v, S * Dv);
+    pair_kv pk = pair_begin(a, ws, kh);
+    copy_slot c = pk.c;
+    unsigned own = pk.own;
+    const float *k = pk.k, *v = pk.v;
     const float *vm = NULL; /* v as its copy, for rows whose keys are all masked */
     float *out = a->out + bh * T * Dv, *lse = a->lse + bh * T, w = mean_weight(g);
     int32_t *end = (int32_t *)(void *)c.rows;
@@ -397,12 +413,10 @@ static void put(float *dst, const float *src, int64_t n, bool store) {
 static void bwd_pair_copies(const att_job *a, float *ws, int64_t bh, ends_held *held) {
     const ts_attn_geom *g = a->g;
     int64_t b = bh / g->H, h = bh % g->H, T = g->T, S = g->S, D = g->D, Dv = g->Dv, per = g->H / g->Hk, kh = b * g->Hk + h / per;
-    size_t floats;
-    copy_slot c = copy_layout(g, ws, &floats);
-    unsigned own = a->kernel ? 0 : g->copies; /* the copies rounded here rather than by the kernel's packing */
-    const float *k = a->k + kh * S * D, *v = a->v + kh * S * Dv;
-    if (own & TS_ATT_COPY_K) k = read_as(g, TS_ATT_COPY_K, c.k, k, S * D);
-    if (own & TS_ATT_COPY_V) v = read_as(g, TS_ATT_COPY_V, c.v, v, S * Dv);
+    pair_kv pk = pair_begin(a, ws, kh);
+    copy_slot c = pk.c;
+    unsigned own = pk.own;
+    const float *k = pk.k, *v = pk.v;
     const float *dout = a->dout + bh * T * Dv, *lse = a->lse_in + bh * T;
     float *dq = a->dq ? a->dq + bh * T * D : NULL, *dk = a->dk ? a->dk + kh * S * D : NULL, *dv = a->dv ? a->dv + kh * S * Dv : NULL;
     /* a copy's gradient is summed over the group's heads in the slot,
