@@ -167,7 +167,7 @@ static ts_kernel_row walk_rows[TS_OP_COUNT];
 static pthread_once_t walk_rows_once = PTHREAD_ONCE_INIT;
 
 static void walk_rows_init(void) {
-    for (int op = 0; op < TS_OP_COUNT; op++) walk_rows[op] = (ts_kernel_row){w_forward, w_backward, NULL, NULL, 0, false, false};
+    for (int op = 0; op < TS_OP_COUNT; op++) walk_rows[op] = (ts_kernel_row){.forward = w_forward, .backward = w_backward};
 }
 
 /* The real table with every call that works replaced by its walk twin. */

@@ -266,10 +266,10 @@ void ts_cpu_staged_recording(ts_backend *be) {
     base = *be;
     /* nothing kept from run to run (cache_floats NULL): a recorded call
      * replays with the values_gen it was recorded with */
-    for (int op = 0; op < TS_OP_COUNT; op++) rows[op] = (ts_kernel_row){base.kernels[op].forward ? s_forward : NULL,
-                                                                       base.kernels[op].backward ? s_backward : NULL,
-                                                                       base.kernels[op].workspace_floats, NULL,
-                                                                       base.kernels[op].stores_din, false, false};
+    for (int op = 0; op < TS_OP_COUNT; op++) rows[op] = (ts_kernel_row){.forward = base.kernels[op].forward ? s_forward : NULL,
+                                                                       .backward = base.kernels[op].backward ? s_backward : NULL,
+                                                                       .workspace_floats = base.kernels[op].workspace_floats,
+                                                                       .stores_din = base.kernels[op].stores_din};
     be->kernels = rows;
     be->copy_on_device = s_copy;
     be->fill = s_fill;
