@@ -186,13 +186,23 @@ static bool overlaps(const float *a, int64_t n, const float *b, int64_t k) { ret
  * float sums). The product keeps its own value unless the Add writes in
  * place, which only an unobserved product may; the Add's output must not
  * overlap what the product reads. */
+/* The node after order[k] where it is an `op` of n_in inputs whose first
+ * is order[k]'s value (and no other), runs here, is not skipped, and
+ * neither rounds to 16 bits: what an output pass may take over; else -1. */
+static int next_fusable(const ts_run *run, int k, ts_op op, int n_in) {
+    const ts_prog *p = run->prog;
+    if (k + 1 >= p->n_order) return -1;
+    int i = p->order[k], a = p->order[k + 1];
+    const ts_tensor *t = run->g->t[a];
+    if (t->op != op || t->n_in != n_in || t->in[0] != i || (n_in > 1 && t->in[1] == i) || !ts_in_stage(run, a) || (p->skip && p->skip[a]))
+        return -1;
+    return ts_dtype_is_half(run->g->t[i]->grid) || ts_dtype_is_half(t->grid) ? -1 : a;
+}
+
 static bool bias_fusable(const ts_run *run, int k, int64_t mb, const ts_kctx *mk, ts_kctx *ac) {
     const ts_prog *p = run->prog;
-    if (k + 1 >= p->n_order) return false;
-    int i = p->order[k], a = p->order[k + 1];
-    const ts_tensor *t = run->g->t[a], *mm = run->g->t[i];
-    if (t->op != TS_OP_ADD || t->n_in != 2 || t->in[0] != i || t->in[1] == i || !ts_in_stage(run, a) || (p->skip && p->skip[a])) return false;
-    if (ts_dtype_is_half(mm->grid) || ts_dtype_is_half(t->grid) || mk->out_dtype != TS_F32 || mk->in_dtype[0] != TS_F32 ||
+    int i = p->order[k], a = next_fusable(run, k, TS_OP_ADD, 2);
+    if (a < 0 || mk->out_dtype != TS_F32 || mk->in_dtype[0] != TS_F32 ||
         mk->in_dtype[1] != TS_F32 || mk->out_shape.ndim != 2 || !mk->in[0] || !mk->in[1] || !mk->out)
         return false;
     *ac = make_ctx(run, a, mb);
@@ -235,12 +245,8 @@ static bool product_unread(const ts_run *run, int i) {
  * output. */
 static bool relu_fusable(const ts_run *run, int k, int64_t mb, const ts_kctx *ck, ts_kctx *rc) {
     const ts_prog *p = run->prog;
-    if (k + 1 >= p->n_order) return false;
-    int i = p->order[k], a = p->order[k + 1];
-    const ts_tensor *t = run->g->t[a], *cv = run->g->t[i];
-    if (t->op != TS_OP_RELU || t->n_in != 1 || t->in[0] != i || !ts_in_stage(run, a) || (p->skip && p->skip[a])) return false;
-    if (ts_dtype_is_half(cv->grid) || ts_dtype_is_half(t->grid) || ck->out_dtype != TS_F32 || !ck->out || !ck->in[0] || !ck->in[1])
-        return false;
+    int i = p->order[k], a = next_fusable(run, k, TS_OP_RELU, 1);
+    if (a < 0 || ck->out_dtype != TS_F32 || !ck->out || !ck->in[0] || !ck->in[1]) return false;
     for (int j = 0; j < ck->n_in; j++)
         if (ck->in_dtype[j] != TS_F32) return false;
     *rc = make_ctx(run, a, mb);
