@@ -86,10 +86,10 @@ typedef struct ts_kctx {
     uint64_t iteration;    /* micro-batches trained before this one (seeds dropout) */
     struct ts_pool *pool;  /* the model's host worker threads (the CPU's kernels split their work over them) */
     void *stream;          /* the model's stream the kernel runs on (ts_device.stream; the CPU's: pool) */
-    /* Conv forward whose row fuses_relu: the Relu that follows it, done in
-     * the convolution's output pass: relu_out = max(0, out), as the Relu
-     * computes it (relu_out may be out). NULL: none (the executor sets it,
-     * and skips the Relu's kernel). */
+    /* Conv or BatchNorm forward whose row fuses_relu: the Relu that
+     * follows it, done in the kernel's output pass: relu_out = max(0, out),
+     * as the Relu computes it (relu_out may be out). NULL: none (the
+     * executor sets it, and skips the Relu's kernel). */
     float *relu_out;
 } ts_kctx;
 
@@ -119,8 +119,8 @@ typedef struct ts_kernel_row {
     /* the forward honours kctx.bias (MatMul): the executor may hand it the
      * bias Add that follows it (exec.c's bias_fusable) */
     bool fuses_bias;
-    /* the forward honours kctx.relu_out (Conv): the executor may hand it
-     * the Relu that follows it (exec.c's relu_fusable) */
+    /* the forward honours kctx.relu_out (Conv, BatchNorm): the executor
+     * may hand it the Relu that follows it (exec.c's relu_fusable) */
     bool fuses_relu;
 } ts_kernel_row;
 

@@ -220,43 +220,50 @@ static bool bias_fusable(const ts_run *run, int k, int64_t mb, const ts_kctx *mk
 /* Whether nothing but the fused Add reads the product i of a fused
  * Linear: unobserved, not the loss nor a graph output, no other node's
  * input (the Add its one reader, compile's count; a MatMul's backward and
- * an Add's read no output), no numeric check (whose report reads a failed
- * output's inputs). Then the product is not kept: the kernel writes the
- * sum alone, in the Add's output, over the bias it writes first (gemm.c),
- * one pass over the output where keeping the product took three. */
+ * an Add's read no output: the op table's needs_output, which a fused
+ * Relu's producer is asked too), no numeric check (whose report reads a
+ * failed output's inputs). Then the product is not kept: the kernel writes
+ * the sum alone, in the Add's output, over the bias it writes first
+ * (gemm.c), one pass over the output where keeping the product took
+ * three. */
 static bool product_unread(const ts_run *run, int i) {
     const ts_prog *p = run->prog;
     const ts_graph *g = run->g;
-    if (p->entries[p->value_entry[i]].observed || i == run->loss || run->opts.check != TS_CHECK_OFF || p->readers[i] != 1) return false;
+    if (p->entries[p->value_entry[i]].observed || i == run->loss || run->opts.check != TS_CHECK_OFF || p->readers[i] != 1 ||
+        ts_op_get(g->t[i]->op)->needs_output)
+        return false;
     for (size_t o = 0; o < g->n_outputs; o++)
         if (g->outputs[o] == i) return false;
     return true;
 }
 
-/* A Conv's Relu done in its output pass, as bias_fusable does a Linear's
- * bias: node order[k] a Conv whose row fuses_relu (ck its arguments), the
- * next node in the order a Relu of it alone, float32 both. Then *rc holds
- * the Relu's arguments, the Conv's kernel writes the Relu's output too
- * (max(0, x) of the same floats, the Relu's bits) and the Relu's kernel is
- * skipped, its observers run as ever. The Conv keeps its own value unless
- * the Relu writes in place, which only an unobserved Conv may; the Relu's
- * output must not overlap what the Conv reads. Training too: the Relu's
- * backward reads its output, the Conv's its input, neither the Conv's
- * output. */
+/* A Relu done in its producer's output pass, as bias_fusable does a
+ * Linear's bias: node order[k] an op whose row fuses_relu (a Conv, a
+ * BatchNorm; ck its arguments), the next node in the order a Relu of it
+ * alone, float32 both. Then *rc holds the Relu's arguments, the producer's
+ * kernel writes the Relu's output too (max(0, x) of the same floats, the
+ * Relu's bits) and the Relu's kernel is skipped, its observers run as
+ * ever. The producer keeps its own value unless the Relu writes in place,
+ * which only an unobserved producer may whose backward does not read its
+ * output (a Conv's reads its input, a BatchNorm's its input and the
+ * statistics it kept; the Relu's reads the Relu's output); the Relu's
+ * output must not overlap what the producer reads or updates (a
+ * BatchNorm's running buffers). */
 static bool relu_fusable(const ts_run *run, int k, int64_t mb, const ts_kctx *ck, ts_kctx *rc) {
     const ts_prog *p = run->prog;
     int i = p->order[k], a = next_fusable(run, k, TS_OP_RELU, 1);
-    if (a < 0 || ck->out_dtype != TS_F32 || !ck->out || !ck->in[0] || !ck->in[1]) return false;
+    if (a < 0 || ck->out_dtype != TS_F32 || !ck->out || !ck->in[0]) return false;
     for (int j = 0; j < ck->n_in; j++)
-        if (ck->in_dtype[j] != TS_F32) return false;
+        if (ck->in[j] && ck->in_dtype[j] != TS_F32) return false;
     *rc = make_ctx(run, a, mb);
     int64_t n = ts_shape_numel(&ck->out_shape);
     if (ts_shape_numel(&rc->out_shape) != n || rc->out_dtype != TS_F32 || rc->in_dtype[0] != TS_F32 || !rc->out) return false;
     float *out = rc->out;
-    if (out == ck->out) return !p->entries[p->value_entry[i]].observed; /* in place: the Conv's value becomes the Relu's */
+    if (out == ck->out) /* in place: the producer's value becomes the Relu's */
+        return !p->entries[p->value_entry[i]].observed && !ts_op_get(run->g->t[i]->op)->needs_output;
     if (overlaps(out, n, ck->out, n)) return false;
     for (int j = 0; j < ck->n_in; j++)
-        if (overlaps(out, n, ck->in[j], ts_shape_numel(&ck->in_shape[j]))) return false;
+        if (ck->in[j] && overlaps(out, n, ck->in[j], ts_shape_numel(&ck->in_shape[j]))) return false;
     return true;
 }
 
@@ -268,7 +275,7 @@ static ts_status forward(ts_run *run, int64_t mb) {
     bool tr = ts_trace_live();
     uint64_t tf = tr ? ts_now_ns() : 0;
     if (p->n_fusions) choose_fusions(run);
-    int fused = -1; /* the Add (Relu) whose kernel the MatMul (Conv) before it ran */
+    int fused = -1; /* the Add (Relu) whose kernel the MatMul (Conv, BatchNorm) before it ran */
     for (int k = 0; k < p->n_order; k++) {
         int i = p->order[k];
         const ts_tensor *t = g->t[i];
@@ -292,7 +299,7 @@ static ts_status forward(ts_run *run, int64_t mb) {
         ts_status st = check_computed_indices(run, &kc);
         if (!st) st = ts_op_chain_run(run->chain.before, run->chain.n_before, run, &call);
         if (st) return st;
-        if (i != fused) run->dev.backend->kernels[t->op].forward(&kc); /* the bias Add (Relu): done by the MatMul (Conv) before it */
+        if (i != fused) run->dev.backend->kernels[t->op].forward(&kc); /* the bias Add (Relu): done by the node before it */
         st = ts_op_chain_run(run->chain.after, run->chain.n_after, run, &call);
         if (st) return st;
     }
