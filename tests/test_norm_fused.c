@@ -15,7 +15,15 @@
  * apart); training models, with
  * nothing anchored but the loss and gradients (the Relu written over the
  * norm's output) and with the norm and the Relu anchored: the same losses,
- * weight gradients and anchored values, to the bit, over SGD steps. */
+ * weight gradients and anchored values, to the bit, over SGD steps.
+ *
+ * Likewise a LayerNorm's following Gelu (exact and tanh), Erf or Relu
+ * (docs/backend.md, "An activation in a norm's output pass"): the kernel
+ * with the op apart and over its output, against ts_ew_unary_forward
+ * (ts_relu_forward) of the norm's output on 2 threads, rows of 37 and 128;
+ * a model of LayerNorm + Gelu + Linear + LayerNorm + Relu + Linear against
+ * the same graph with a Scale by 1 after each norm: the same logits,
+ * losses, weight gradients and anchored values, to the bit. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +32,8 @@
 #include "check.h"
 #include "backend/cpu/cnn.h"
 #include "backend/cpu/kernels.h"
+#include "backend/cpu/kernels_tensor.h"
+#include "backend/ew_math.h"
 #include "backend/pool.h"
 
 static void fill(float *x, int64_t n, unsigned seed) {
@@ -199,6 +209,128 @@ static void bn_relu_models(void) {
     for (int k = 0; k < 2; k++) ts_model_free(inf[k]), ts_graph_free(g[k]);
 }
 
+/* ---- LayerNorm and the op after it: the kernel, rows of D */
+static void ln_act_case(ts_pool *p, int64_t rows, int64_t D, int kind, const char *what) {
+    int64_t n = rows * D;
+    size_t bytes = (size_t)n * sizeof(float);
+    float *x = malloc(bytes), *y0 = malloc(bytes), *a0 = malloc(bytes), *y1 = malloc(bytes), *a1 = malloc(bytes);
+    float *w = malloc((size_t)D * sizeof *w), *b = malloc((size_t)D * sizeof *b), *stats = malloc((size_t)(2 * rows) * sizeof *stats);
+    if (!x || !y0 || !a0 || !y1 || !a1 || !w || !b || !stats) {
+        CHECK(0, "%s: out of memory", what);
+        goto done;
+    }
+    fill(x, n, 51), fill(w, D, 52), fill(b, D, 53);
+    for (int64_t i = 0; i < n; i++) x[i] *= 3.0f;
+    ts_layer_norm_forward(p, y0, stats, x, w, b, rows, D, 1e-5f, NULL);
+    if (kind == TS_EWU_NONE) ts_relu_forward(p, a0, y0, n);
+    else ts_ew_unary_forward(p, kind, a0, y0, 0.0f, 0.0f, n);
+    int neg = 0;
+    for (int64_t i = 0; i < n; i++) neg += y0[i] < 0.0f;
+    CHECK(neg > 0 && neg < n, "%s: outputs of both signs (%d of %lld negative)", what, neg, (long long)n);
+    for (int64_t i = 0; i < n; i++) y1[i] = a1[i] = NAN;
+    ts_out_act act = {.out = a1, .kind = kind};
+    ts_layer_norm_forward(p, y1, stats, x, w, b, rows, D, 1e-5f, &act);
+    CHECK(memcmp(y0, y1, bytes) == 0 && memcmp(a0, a1, bytes) == 0, "%s, the op apart: the norm kept, the op's bits", what);
+    for (int64_t i = 0; i < n; i++) y1[i] = NAN;
+    act.out = y1;
+    ts_layer_norm_forward(p, y1, stats, x, w, b, rows, D, 1e-5f, &act);
+    CHECK(memcmp(a0, y1, bytes) == 0, "%s, the op over the output: the op's bits", what);
+done:
+    free(x), free(y0), free(a0), free(y1), free(a1), free(w), free(b), free(stats);
+}
+
+/* ---- LayerNorm and the op after it: the model */
+enum { LB = 24, LD = 40, LH = 36, LK = 6 };
+
+static float lxs[LB * LD];
+static int32_t lys[LB];
+
+static ts_tensor *ln_layer(ts_graph *g, ts_tensor *x, int64_t d, const char *name) {
+    char wn[32], bn[32];
+    snprintf(wn, sizeof wn, "%s.weight", name), snprintf(bn, sizeof bn, "%s.bias", name);
+    ts_tensor *h = ts_layer_norm(g, x, ts_param(g, wn, 1, &d), ts_param(g, bn, 1, &d), 1, 1e-5f);
+    ts_tensor_set_name(h, name);
+    return h;
+}
+
+static ts_graph *mlp(bool apart, ts_tensor **loss, ts_tensor **out) {
+    ts_graph *g = ts_graph_new(5);
+    ts_tensor *x = ts_input(g, "x", TS_F32, 2, (int64_t[]){LB, LD});
+    ts_tensor *y = ts_input(g, "labels", TS_I32, 1, (int64_t[]){LB});
+    ts_tensor *h = ln_layer(g, x, LD, "ln1");
+    h = ts_gelu(g, apart ? ts_scale(g, h, 1.0f) : h, 0);
+    ts_tensor_set_name(h, "gelu");
+    h = ln_layer(g, ts_linear(g, h, LH, "fc1"), LH, "ln2");
+    h = ts_relu(g, apart ? ts_scale(g, h, 1.0f) : h);
+    ts_tensor_set_name(h, "relu");
+    h = ts_linear(g, h, LK, "fc2");
+    ts_tensor_set_name(h, "logits");
+    *out = h;
+    *loss = ts_nll_loss(g, ts_log_softmax(g, h, 1), y);
+    ts_tensor_set_name(*loss, "loss");
+    set_values(g);
+    return g;
+}
+
+static ts_status ln_run(ts_model *m) {
+    const char *names[2] = {"x", "labels"};
+    ts_array in[2] = {ts_array_f32(lxs, 2, (int64_t[]){LB, LD}), ts_array_i32(lys, 1, (int64_t[]){LB})};
+    return ts_model_run(m, names, in, 2);
+}
+
+static ts_model *ln_model(ts_graph *g, ts_tensor *loss, ts_tensor *out, bool training, bool observed) {
+    ts_options *o = ts_options_new();
+    ts_options_set_threads(o, 2);
+    ts_options_anchor(o, "logits", "logits", TS_OUTPUT_FINAL, 0);
+    if (observed) {
+        ts_options_anchor(o, "ln1", "ln1", TS_OUTPUT_FINAL, 0);
+        ts_options_anchor(o, "gelu", "gelu", TS_OUTPUT_FINAL, 0);
+        ts_options_anchor(o, "relu", "relu", TS_OUTPUT_FINAL, 0);
+    }
+    ts_model *m = NULL;
+    ts_status st;
+    if (training) {
+        ts_options_anchor(o, "loss", "loss", TS_OUTPUT_ALL, 0);
+        ts_options_anchor(o, "dw1", "Gradient___fc1.weight", TS_OUTPUT_FINAL, 0);
+        ts_options_anchor(o, "dg1", "Gradient___ln1.weight", TS_OUTPUT_FINAL, 0);
+        ts_options_anchor(o, "dg2", "Gradient___ln2.weight", TS_OUTPUT_FINAL, 0);
+        st = ts_model_training(&m, g, loss, o, ts_sgd(0.1f, 0.0f, 0.0f));
+    } else
+        st = ts_model_inference(&m, g, &out, 1, o);
+    if (!st) st = ts_model_compile(m);
+    CHECK_OK(st, "a%s %s model (LayerNorm)", observed ? "n observed" : "", training ? "training" : "inference");
+    ts_options_free(o);
+    return st ? NULL : m;
+}
+
+static void ln_act_models(void) {
+    fill(lxs, LB * LD, 61);
+    for (int i = 0; i < LB; i++) lys[i] = (i * 5 + 1) % LK;
+    ts_tensor *loss[2], *out[2];
+    ts_graph *g[2] = {mlp(false, &loss[0], &out[0]), mlp(true, &loss[1], &out[1])};
+    for (int training = 0; training < 2; training++)
+        for (int observed = 0; observed < 2; observed++) {
+            ts_model *m[2] = {ln_model(g[0], loss[0], out[0], training, observed), ln_model(g[1], loss[1], out[1], training, observed)};
+            char how[64];
+            snprintf(how, sizeof how, "%s, %s", training ? "training" : "inference", observed ? "norms and ops anchored" : "nothing anchored");
+            for (int s = 0; s < (training ? STEPS : 1) && m[0] && m[1]; s++) {
+                CHECK_OK(ln_run(m[0]), "%s, run %d (norm + op)", how, s + 1);
+                CHECK_OK(ln_run(m[1]), "%s, run %d (Scale between)", how, s + 1);
+                CHECK(same_anchor(m[0], m[1], "logits", LB * LK), "%s, run %d: the logits, to the bit", how, s + 1);
+                if (training)
+                    CHECK(same_anchor(m[0], m[1], "loss", 1) && same_anchor(m[0], m[1], "dw1", LH * LD) &&
+                              same_anchor(m[0], m[1], "dg1", LD) && same_anchor(m[0], m[1], "dg2", LH),
+                          "%s, step %d: the loss and weight gradients, to the bit", how, s + 1);
+                if (observed)
+                    CHECK(same_anchor(m[0], m[1], "ln1", LB * LD) && same_anchor(m[0], m[1], "gelu", LB * LD) &&
+                              same_anchor(m[0], m[1], "relu", LB * LH),
+                          "%s, run %d: the anchored norm, Gelu and Relu, to the bit", how, s + 1);
+            }
+            ts_model_free(m[0]), ts_model_free(m[1]);
+        }
+    ts_graph_free(g[0]), ts_graph_free(g[1]);
+}
+
 int main(void) {
     ts_pool *p = NULL;
     CHECK_OK(ts_pool_new(&p, 2), "a pool of 2 threads");
@@ -207,7 +339,13 @@ int main(void) {
     bn_relu_case(p, 8, 16, 64, true, "batch statistics, 8x8 planes");
     bn_relu_case(p, 3, 5, 21, false, "running statistics");
     bn_relu_case(p, 32, 4, 1, true, "[N, C] (inner 1)");
+    ln_act_case(p, 50, 37, TS_EWU_GELU, "LayerNorm + Gelu, rows of 37");
+    ln_act_case(p, 64, 128, TS_EWU_GELU, "LayerNorm + Gelu, rows of 128");
+    ln_act_case(p, 50, 37, TS_EWU_GELU_TANH, "LayerNorm + Gelu (tanh), rows of 37");
+    ln_act_case(p, 50, 37, TS_EWU_ERF, "LayerNorm + Erf, rows of 37");
+    ln_act_case(p, 64, 128, TS_EWU_NONE, "LayerNorm + Relu, rows of 128");
     ts_pool_free(p);
     bn_relu_models();
+    ln_act_models();
     return check_summary("test_norm_fused");
 }

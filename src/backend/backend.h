@@ -91,6 +91,14 @@ typedef struct ts_kctx {
      * as the Relu computes it (relu_out may be out). NULL: none (the
      * executor sets it, and skips the Relu's kernel). */
     float *relu_out;
+    /* LayerNorm forward whose row fuses_unary: the op of ew_math.h's unary
+     * family that follows it (act: a Gelu, an Erf, ...; its ts_ewu_kind and
+     * fattr[0..1] say the formula), done in the kernel's output pass:
+     * act_out = f(out), as that op's kernel computes it (act_out may be
+     * out). NULL both: none (the executor sets them, and skips that op's
+     * kernel). */
+    const ts_tensor *act;
+    float *act_out;
 } ts_kctx;
 
 typedef void (*ts_kernel_fn)(const ts_kctx *k);
@@ -122,6 +130,10 @@ typedef struct ts_kernel_row {
     /* the forward honours kctx.relu_out (Conv, BatchNorm): the executor
      * may hand it the Relu that follows it (exec.c's relu_fusable) */
     bool fuses_relu;
+    /* the forward honours kctx.act and act_out (LayerNorm): the executor
+     * may hand it the op of ew_math.h's unary family that follows it
+     * (exec.c's unary_fusable) */
+    bool fuses_unary;
 } ts_kernel_row;
 
 /* A point on a stream, for timing kernels: ns once complete (the CPU's

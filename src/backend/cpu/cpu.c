@@ -147,7 +147,7 @@ static const ts_kernel_row kernels[] = {
     [TS_OP_ERF] = {.forward = ts_fwd_ew_unary, .backward = ts_bwd_ew_unary, .stores_din = 1u},
     [TS_OP_GELU] = {.forward = ts_fwd_ew_unary, .backward = ts_bwd_ew_unary, .stores_din = 1u},
     [TS_OP_EMBEDDING] = {.forward = ts_fwd_gather, .backward = ts_bwd_gather},
-    [TS_OP_LAYER_NORM] = {.forward = ts_fwd_layer_norm, .backward = ts_bwd_layer_norm},
+    [TS_OP_LAYER_NORM] = {.forward = ts_fwd_layer_norm, .backward = ts_bwd_layer_norm, .fuses_relu = true, .fuses_unary = true},
     [TS_OP_GROUP_NORM] = {.forward = ts_fwd_group_norm, .backward = ts_bwd_group_norm},
     [TS_OP_BATCH_MATMUL] = {.forward = ts_fwd_bmm, .backward = ts_bwd_bmm},
     [TS_OP_PERMUTE] = {.forward = ts_fwd_permute, .backward = ts_bwd_permute},
