@@ -84,7 +84,7 @@ static void batch_norm_case(ts_pool *p) {
     static float x[NX], d[NX], dx0[NX], dx1[NX];
     float w[C], stats[2 * C], y[NX], rm[C] = {0}, rv[C] = {1, 1, 1, 1, 1, 1};
     fill(x, NX, 9), fill(d, NX, 10), fill(w, C, 11);
-    ts_batch_norm_forward(p, y, stats, x, w, NULL, rm, rv, N, C, INNER, 1e-5f, 0.1f, true, false);
+    ts_batch_norm_forward(p, y, stats, x, w, NULL, rm, rv, N, C, INNER, 1e-5f, 0.1f, true, false, NULL);
     memset(dx0, 0, sizeof dx0), garbage(dx1, NX);
     ts_batch_norm_backward(p, dx0, NULL, NULL, d, x, w, stats, N, C, INNER, true, false);
     ts_batch_norm_backward(p, dx1, NULL, NULL, d, x, w, stats, N, C, INNER, true, true);

@@ -125,7 +125,7 @@ static void kernel_cases(void) {
     ts_pool *pools[2] = {p1, p2};
     /* layer norm over [ROWS, D] */
     for (int k = 0; k < 2; k++) {
-        ts_layer_norm_forward(pools[k], y[k], st[k], x, w, b, ROWS, D, 1e-5f);
+        ts_layer_norm_forward(pools[k], y[k], st[k], x, w, b, ROWS, D, 1e-5f, NULL);
         memset(dx[k], 0, ROWS * D * sizeof(float));
         fill(dw[k], D, 5), fill(db[k], D, 6); /* the gradients add to what is there */
         ts_layer_norm_backward(pools[k], dx[k], dw[k], db[k], dy, x, st[k], w, ROWS, D);

@@ -86,11 +86,19 @@ typedef struct ts_kctx {
     uint64_t iteration;    /* micro-batches trained before this one (seeds dropout) */
     struct ts_pool *pool;  /* the model's host worker threads (the CPU's kernels split their work over them) */
     void *stream;          /* the model's stream the kernel runs on (ts_device.stream; the CPU's: pool) */
-    /* Conv forward whose row fuses_relu: the Relu that follows it, done in
-     * the convolution's output pass: relu_out = max(0, out), as the Relu
-     * computes it (relu_out may be out). NULL: none (the executor sets it,
-     * and skips the Relu's kernel). */
+    /* Conv or BatchNorm forward whose row fuses_relu: the Relu that
+     * follows it, done in the kernel's output pass: relu_out = max(0, out),
+     * as the Relu computes it (relu_out may be out). NULL: none (the
+     * executor sets it, and skips the Relu's kernel). */
     float *relu_out;
+    /* LayerNorm forward whose row fuses_unary: the op of ew_math.h's unary
+     * family that follows it (act: a Gelu, an Erf, ...; its ts_ewu_kind and
+     * fattr[0..1] say the formula), done in the kernel's output pass:
+     * act_out = f(out), as that op's kernel computes it (act_out may be
+     * out). NULL both: none (the executor sets them, and skips that op's
+     * kernel). */
+    const ts_tensor *act;
+    float *act_out;
 } ts_kctx;
 
 typedef void (*ts_kernel_fn)(const ts_kctx *k);
@@ -119,9 +127,13 @@ typedef struct ts_kernel_row {
     /* the forward honours kctx.bias (MatMul): the executor may hand it the
      * bias Add that follows it (exec.c's bias_fusable) */
     bool fuses_bias;
-    /* the forward honours kctx.relu_out (Conv): the executor may hand it
-     * the Relu that follows it (exec.c's relu_fusable) */
+    /* the forward honours kctx.relu_out (Conv, BatchNorm): the executor
+     * may hand it the Relu that follows it (exec.c's relu_fusable) */
     bool fuses_relu;
+    /* the forward honours kctx.act and act_out (LayerNorm): the executor
+     * may hand it the op of ew_math.h's unary family that follows it
+     * (exec.c's unary_fusable) */
+    bool fuses_unary;
 } ts_kernel_row;
 
 /* A point on a stream, for timing kernels: ns once complete (the CPU's

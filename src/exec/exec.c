@@ -12,6 +12,7 @@
 #include "observe/observe.h"
 
 #include "backend/backend.h"
+#include "backend/ew_math.h"
 #include "core/crash_note.h"
 #include "core/memwatch_note.h"
 #include "core/metrics.h"
@@ -220,44 +221,76 @@ static bool bias_fusable(const ts_run *run, int k, int64_t mb, const ts_kctx *mk
 /* Whether nothing but the fused Add reads the product i of a fused
  * Linear: unobserved, not the loss nor a graph output, no other node's
  * input (the Add its one reader, compile's count; a MatMul's backward and
- * an Add's read no output), no numeric check (whose report reads a failed
- * output's inputs). Then the product is not kept: the kernel writes the
- * sum alone, in the Add's output, over the bias it writes first (gemm.c),
- * one pass over the output where keeping the product took three. */
+ * an Add's read no output: the op table's needs_output, which a fused
+ * Relu's producer is asked too), no numeric check (whose report reads a
+ * failed output's inputs). Then the product is not kept: the kernel writes
+ * the sum alone, in the Add's output, over the bias it writes first
+ * (gemm.c), one pass over the output where keeping the product took
+ * three. */
 static bool product_unread(const ts_run *run, int i) {
     const ts_prog *p = run->prog;
     const ts_graph *g = run->g;
-    if (p->entries[p->value_entry[i]].observed || i == run->loss || run->opts.check != TS_CHECK_OFF || p->readers[i] != 1) return false;
+    if (p->entries[p->value_entry[i]].observed || i == run->loss || run->opts.check != TS_CHECK_OFF || p->readers[i] != 1 ||
+        ts_op_get(g->t[i]->op)->needs_output)
+        return false;
     for (size_t o = 0; o < g->n_outputs; o++)
         if (g->outputs[o] == i) return false;
     return true;
 }
 
-/* A Conv's Relu done in its output pass, as bias_fusable does a Linear's
- * bias: node order[k] a Conv whose row fuses_relu (ck its arguments), the
- * next node in the order a Relu of it alone, float32 both. Then *rc holds
- * the Relu's arguments, the Conv's kernel writes the Relu's output too
- * (max(0, x) of the same floats, the Relu's bits) and the Relu's kernel is
- * skipped, its observers run as ever. The Conv keeps its own value unless
- * the Relu writes in place, which only an unobserved Conv may; the Relu's
- * output must not overlap what the Conv reads. Training too: the Relu's
- * backward reads its output, the Conv's its input, neither the Conv's
- * output. */
-static bool relu_fusable(const ts_run *run, int k, int64_t mb, const ts_kctx *ck, ts_kctx *rc) {
+/* Whether node a's backward leaves its input i's value unread (a Relu's
+ * reads its output; the op table's bwd_unread_inputs), or no gradient
+ * flows back through i: then a may take i's place. */
+static bool follower_lets_go(const ts_run *run, int i, int a) {
+    return (ts_op_get(run->g->t[a]->op)->bwd_unread_inputs & 1u) || run->prog->grad_entry[i] < 0;
+}
+
+/* An elementwise op done in its producer's output pass, as bias_fusable
+ * does a Linear's bias: node order[k] the producer (ck its arguments),
+ * node a (next_fusable's: the next in the order, of the producer alone; -1
+ * none) the op, float32 both. Then *rc holds the op's arguments, the
+ * producer's kernel writes the op's output too (the op's own formula over
+ * the same floats, its bits) and the op's kernel is skipped, its observers
+ * run as ever. The producer keeps its own value unless the op writes in
+ * place, which only an unobserved producer may whose backward does not
+ * read its output (a Conv's reads its input; a BatchNorm's its input and
+ * the statistics it kept; a LayerNorm's likewise) and whose value the op's
+ * backward does not read (follower_lets_go); the op's output must not
+ * overlap what the producer reads or updates (a BatchNorm's running
+ * buffers). */
+static bool pass_fusable(const ts_run *run, int k, int a, int64_t mb, const ts_kctx *ck, ts_kctx *rc) {
     const ts_prog *p = run->prog;
-    int i = p->order[k], a = next_fusable(run, k, TS_OP_RELU, 1);
-    if (a < 0 || ck->out_dtype != TS_F32 || !ck->out || !ck->in[0] || !ck->in[1]) return false;
+    int i = p->order[k];
+    if (a < 0 || ck->out_dtype != TS_F32 || !ck->out || !ck->in[0]) return false;
     for (int j = 0; j < ck->n_in; j++)
-        if (ck->in_dtype[j] != TS_F32) return false;
+        if (ck->in[j] && ck->in_dtype[j] != TS_F32) return false;
     *rc = make_ctx(run, a, mb);
     int64_t n = ts_shape_numel(&ck->out_shape);
     if (ts_shape_numel(&rc->out_shape) != n || rc->out_dtype != TS_F32 || rc->in_dtype[0] != TS_F32 || !rc->out) return false;
     float *out = rc->out;
-    if (out == ck->out) return !p->entries[p->value_entry[i]].observed; /* in place: the Conv's value becomes the Relu's */
+    if (out == ck->out) /* in place: the producer's value becomes the op's */
+        return !p->entries[p->value_entry[i]].observed && !ts_op_get(run->g->t[i]->op)->needs_output && follower_lets_go(run, i, a);
     if (overlaps(out, n, ck->out, n)) return false;
     for (int j = 0; j < ck->n_in; j++)
-        if (overlaps(out, n, ck->in[j], ts_shape_numel(&ck->in_shape[j]))) return false;
+        if (ck->in[j] && overlaps(out, n, ck->in[j], ts_shape_numel(&ck->in_shape[j]))) return false;
     return true;
+}
+
+/* A Relu done in the output pass of the op before it, whose row
+ * fuses_relu (a Conv, a BatchNorm, a LayerNorm): pass_fusable's terms,
+ * the kernel writing max(0, x) into ts_kctx.relu_out. */
+static bool relu_fusable(const ts_run *run, int k, int64_t mb, const ts_kctx *ck, ts_kctx *rc) {
+    return pass_fusable(run, k, next_fusable(run, k, TS_OP_RELU, 1), mb, ck, rc);
+}
+
+/* An op of ew_math.h's unary family (a Gelu, ...) done in the output pass
+ * of the op before it, whose row fuses_unary (a LayerNorm): likewise, the
+ * kernel writing f(x) into ts_kctx.act_out, the op's node in act. */
+static bool unary_fusable(const ts_run *run, int k, int64_t mb, const ts_kctx *ck, ts_kctx *rc) {
+    const ts_prog *p = run->prog;
+    if (k + 1 >= p->n_order) return false;
+    const ts_tensor *t = run->g->t[p->order[k + 1]];
+    return ts_ewu_kind(t) != TS_EWU_NONE && pass_fusable(run, k, next_fusable(run, k, t->op, 1), mb, ck, rc);
 }
 
 static ts_status check_computed_indices(const ts_run *run, const ts_kctx *k);
@@ -268,7 +301,7 @@ static ts_status forward(ts_run *run, int64_t mb) {
     bool tr = ts_trace_live();
     uint64_t tf = tr ? ts_now_ns() : 0;
     if (p->n_fusions) choose_fusions(run);
-    int fused = -1; /* the Add (Relu) whose kernel the MatMul (Conv) before it ran */
+    int fused = -1; /* the Add (Relu, Gelu, ...) whose kernel the node before it ran */
     for (int k = 0; k < p->n_order; k++) {
         int i = p->order[k];
         const ts_tensor *t = g->t[i];
@@ -287,12 +320,16 @@ static ts_status forward(ts_run *run, int64_t mb) {
             kc.relu_out = ac.out;
             if (kc.out != ac.out && product_unread(run, i)) kc.out = ac.out;
             fused = p->order[k + 1];
+        } else if (run->dev.backend->kernels[t->op].fuses_unary && unary_fusable(run, k, mb, &kc, &ac)) {
+            kc.act = ac.node, kc.act_out = ac.out;
+            if (kc.out != ac.out && product_unread(run, i) && follower_lets_go(run, i, p->order[k + 1])) kc.out = ac.out;
+            fused = p->order[k + 1];
         }
         ts_op_call call = {i, false, mb, &kc, 0, 0, tr};
         ts_status st = check_computed_indices(run, &kc);
         if (!st) st = ts_op_chain_run(run->chain.before, run->chain.n_before, run, &call);
         if (st) return st;
-        if (i != fused) run->dev.backend->kernels[t->op].forward(&kc); /* the bias Add (Relu): done by the MatMul (Conv) before it */
+        if (i != fused) run->dev.backend->kernels[t->op].forward(&kc); /* the bias Add (Relu, ...): done by the node before it */
         st = ts_op_chain_run(run->chain.after, run->chain.n_after, run, &call);
         if (st) return st;
     }

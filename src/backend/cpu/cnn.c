@@ -1726,6 +1726,7 @@ void ts_avg_pool2d_backward(ts_pool *p, float *dx, const float *dy, const ts_con
 
 typedef struct bn_job {
     float *y, *stats, *run_mean, *run_var, *dx, *dw, *db;
+    float *relu; /* forward: also max(0, y) here, row by row as y is written (a Relu that follows: ts_kctx.relu_out; may be y), else NULL */
     const float *x, *w, *b, *dy;
     int64_t N, C, inner;
     float eps, momentum;
@@ -1763,6 +1764,7 @@ static void bn_fwd_channels(void *vj, int64_t begin, int64_t end) {
             const float *r = j->x + (n * j->C + c) * j->inner;
             float *o = j->y + (n * j->C + c) * j->inner;
             for (int64_t i = 0; i < j->inner; i++) o[i] = (r[i] - m) * scale + shift;
+            if (j->relu) relu_into(j->relu + (o - j->y), o, j->inner); /* the row still in the cache */
         }
     }
 }
@@ -1796,9 +1798,10 @@ static void bn_bwd_channels(void *vj, int64_t begin, int64_t end) {
 }
 
 void ts_batch_norm_forward(ts_pool *p, float *y, float *stats, const float *x, const float *w, const float *b, float *run_mean,
-                           float *run_var, int64_t N, int64_t C, int64_t inner, float eps, float momentum, bool batch, bool update) {
+                           float *run_var, int64_t N, int64_t C, int64_t inner, float eps, float momentum, bool batch, bool update,
+                           float *relu) {
     bn_job j = {.y = y, .stats = stats, .x = x, .w = w, .b = b, .run_mean = run_mean, .run_var = run_var, .N = N, .C = C, .inner = inner,
-                .eps = eps, .momentum = momentum, .batch = batch, .update = update};
+                .eps = eps, .momentum = momentum, .batch = batch, .update = update, .relu = relu};
     ts_pool_for(p, C, grain_for(2 * N * inner), bn_fwd_channels, &j);
 }
 

@@ -89,9 +89,13 @@ void ts_avg_pool2d_backward(ts_pool *p, float *dx, const float *dy, const ts_con
 
 /* Batch norm over axis 1 of x viewed as [N, C, inner]. stats[2C] (mean,
  * invstd) is kept for backward. batch: normalise with batch statistics (and
- * update the running buffers when update is set), else with the running ones. */
+ * update the running buffers when update is set), else with the running ones.
+ * relu: also max(0, y) there, as the Relu computes it, in the output pass (a
+ * Relu that follows: ts_kctx.relu_out; it may be y, which then holds the
+ * Relu's values), else NULL. */
 void ts_batch_norm_forward(ts_pool *p, float *y, float *stats, const float *x, const float *w, const float *b, float *run_mean,
-                           float *run_var, int64_t N, int64_t C, int64_t inner, float eps, float momentum, bool batch, bool update);
+                           float *run_var, int64_t N, int64_t C, int64_t inner, float eps, float momentum, bool batch, bool update,
+                           float *relu);
 /* dx += ... (dx_store: dx = ...), dw += ..., db += ... (each may be NULL) */
 void ts_batch_norm_backward(ts_pool *p, float *dx, float *dw, float *db, const float *dy, const float *x, const float *w,
                             const float *stats, int64_t N, int64_t C, int64_t inner, bool batch, bool dx_store);

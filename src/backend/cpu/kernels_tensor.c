@@ -319,6 +319,7 @@ void ts_gather_backward(float *dw, const float *dout, const int32_t *idx, int64_
  * slice function reads what it needs. */
 typedef struct rows_ctx {
     float *out, *aux; /* aux: layer norm's stats or db, softmax's dx */
+    const ts_out_act *act; /* layer norm's forward: an op in its output pass, else NULL */
     const float *x, *w, *b, *dout, *y; /* y: softmax's output, layer norm's stats in backward */
     int64_t n, rows;
     float eps;
@@ -326,6 +327,13 @@ typedef struct rows_ctx {
 } rows_ctx;
 
 /* -------------------------------------------------------------- layer norm */
+
+/* act's op over a row y [n] of a kernel's output, into o (o may be y):
+ * the Relu's and the unary family's own loops, on this thread */
+static void out_act_row(const ts_out_act *act, float *o, const float *y, int64_t n) {
+    if (act->kind == TS_EWU_NONE) ts_relu_forward(NULL, o, y, n);
+    else ts_vk_get()->unary_forward(act->kind, o, y, act->alpha, act->beta, n);
+}
 
 static void ln_fwd_slice(void *vctx, int64_t begin, int64_t end) {
     const rows_ctx *c = vctx;
@@ -339,14 +347,15 @@ static void ln_fwd_slice(void *vctx, int64_t begin, int64_t end) {
         float v = (float)ts_lane_sum(x, mean, x, mean, D);
         float rstd = 1.0f / sqrtf(v / (float)D + c->eps);
         for (int64_t j = 0; j < D; j++) y[j] = (x[j] - mean) * rstd * c->w[j] + c->b[j];
+        if (c->act) out_act_row(c->act, c->act->out + r * D, y, D);
         c->aux[2 * r] = mean;
         c->aux[2 * r + 1] = rstd;
     }
 }
 
 void ts_layer_norm_forward(ts_pool *p, float *y, float *stats, const float *x, const float *w, const float *b, int64_t rows,
-                           int64_t D, float eps) {
-    rows_ctx c = {.out = y, .aux = stats, .x = x, .w = w, .b = b, .n = D, .eps = eps};
+                           int64_t D, float eps, const ts_out_act *act) {
+    rows_ctx c = {.out = y, .aux = stats, .act = act, .x = x, .w = w, .b = b, .n = D, .eps = eps};
     ts_pool_for(p, rows, GRAIN / (D > 0 ? D : 1) + 1, ln_fwd_slice, &c);
 }
 

@@ -37,10 +37,22 @@ void ts_ew_unary_backward(ts_pool *p, int kind, float *dx, const float *dout, co
 void ts_gather_forward(float *out, const float *w, const int32_t *idx, int64_t outer, int64_t V, int64_t n, int64_t C);
 void ts_gather_backward(float *dw, const float *dout, const int32_t *idx, int64_t outer, int64_t V, int64_t n, int64_t C);
 
+/* An elementwise op a kernel does in its output pass, over each piece of
+ * its output y as it writes it (still in the cache): out = max(0, y) as
+ * ts_relu_forward computes it (kind TS_EWU_NONE), or f(y) of ew_math.h's
+ * unary `kind` with its alpha and beta, as ts_ew_unary_forward computes
+ * it; out may be y. */
+typedef struct ts_out_act {
+    float *out;
+    int kind;
+    float alpha, beta;
+} ts_out_act;
+
 /* ---- layer norm over rows of D: y = (x - mean) * rstd * w + b; stats
- * [2*rows] keeps mean and rstd for backward */
+ * [2*rows] keeps mean and rstd for backward; act: an op done in the
+ * output pass, row by row (NULL: none) */
 void ts_layer_norm_forward(ts_pool *p, float *y, float *stats, const float *x, const float *w, const float *b, int64_t rows,
-                           int64_t D, float eps);
+                           int64_t D, float eps, const ts_out_act *act);
 void ts_layer_norm_backward(ts_pool *p, float *dx, float *dw, float *db, const float *dy, const float *x, const float *stats, const float *w,
                             int64_t rows, int64_t D);
 /* Group norm of x [N, C, S] over G groups of C/G channels: stats [N*G, 2]
