@@ -14,7 +14,7 @@
  * in place (only a last partial panel of rows is packed). The MR x NR
  * microkernel keeps its 24 sums in registers over a KC block: per k pair
  * two loads of B and one broadcast of A per row. The pool packs B's panels, then splits C's rows (or its
- * column panels where rows would leave a thread far more); every thread
+ * column panels where rows would leave a thread more); every thread
  * reads the one packed B. Products of two bf16 numbers are exact in f32;
  * the instruction adds them to the sums with f32 rounding, denormal
  * inputs and outputs flushed to zero. */
@@ -309,9 +309,12 @@ ts_status ts_bf16k_gemm(struct ts_pool *p, int64_t M, int64_t N, int64_t K, ts_b
     j.pa = (uint32_t(*)[KC / 2 * MR])(void *)(j.pb + b_words);
     int64_t per_tile = MR * N * K, per_panel = NR * M * K;
     ts_pool_for(p, panels, MIN_PACK / (NR * kpad) + 1, pack_b, &j);
-    /* columns only when rows split the threads far worse: every column
-     * slice packs all of A */
-    j.by_cols = t > 1 && imbalance(panels, t) * 1.2 < imbalance(tiles, t);
+    /* columns where rows split the threads worse by more than a margin
+     * for the column slices' packing, each of all of A, against their N
+     * columns of products: a gradient's dB = A^T dC over 128 rows of
+     * 12-row tiles splits its columns (rows would give a thread 6 tiles
+     * against 5 and a part) */
+    j.by_cols = t > 1 && imbalance(panels, t) * (1.0 + 16.0 / (double)N) < imbalance(tiles, t);
     if (j.by_cols) ts_pool_for(p, panels, MIN_MACS / per_panel + 1, slice, &j);
     else ts_pool_for(p, tiles, MIN_MACS / per_tile + 1, slice, &j);
     free(j.pb);
