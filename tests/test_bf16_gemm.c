@@ -369,6 +369,26 @@ static bool same_bits_case(ts_pool *pool, int64_t m, int64_t n, int64_t k, float
     return ok;
 }
 
+/* a 128-channel layer's dB = X^T dY (128 rows, K = 2048 tokens, A and B
+ * read across their rows): one thread's rows and 2 and 3 threads' splits
+ * (the columns, where rows would leave a thread 6 tiles against 5) give
+ * the same bits */
+static bool split_bits_case(ts_pool *const pools[3], int64_t n) {
+    enum { ROWS = 128, TOKENS = 2048 };
+    operand X = make_operand(TOKENS, ROWS, ROWS, false, 0.31f), dY = make_operand(TOKENS, n, n, false, 0.17f);
+    ts_bf16_mat a = {X.h, false, 1, ROWS}, b = {dY.h, false, 1, n};
+    float *C[3];
+    bool ok = true;
+    for (int t = 0; t < 3; t++) {
+        C[t] = malloc(sizeof(float) * (size_t)(ROWS * n));
+        ok = ok && ts_bf16k_gemm(pools[t], ROWS, n, TOKENS, a, b, 0.0f, C[t], n, NULL, NULL) == TS_OK;
+    }
+    for (int t = 1; t < 3 && ok; t++) ok = memcmp(C[0], C[t], sizeof(float) * (size_t)(ROWS * n)) == 0;
+    for (int t = 0; t < 3; t++) free(C[t]);
+    free(X.f), free(X.h), free(dY.f), free(dY.h);
+    return ok;
+}
+
 /* ts_cpu_bf16_gemm_backward (dC rounded once to bf16 cells) against the
  * kernel's products on dC in f32, rounded as they are packed: the same bits */
 static bool backward_bits_case(ts_pool *pool, bool tb, int64_t m, int64_t n, int64_t k) {
@@ -435,6 +455,8 @@ static void test_kernel(void) {
     CHECK(bits_fails == 0,
           "the avx512_bf16 kernel: %d of %d products give the same bits with A's bf16 rows read in place, packed, or rounded from f32 "
           "as packed (M tails, K over a block, beta, bias, 1-3 threads)", bits_cases - bits_fails, bits_cases);
+    CHECK(split_bits_case(pools, 384) && split_bits_case(pools, 130),
+          "a 128-row dB (K 2048) gives the same bits on 1, 2 and 3 threads (rows, or column panels where rows split worse)");
     CHECK(round_bits_case(pools[1], 100003), "ts_bf16k_round: a hundred thousand random bit patterns round to ts_f32_to_bf16's bits");
     CHECK(kernel_fails == 0, "the avx512_bf16 kernel: %d of %d products (M, N, K tails, odd K, transposes, strides, bf16/f32 operands, "
                              "beta, bias, 1-3 threads) are bf16 products with f32 accumulation", kernel_cases - kernel_fails, kernel_cases);
