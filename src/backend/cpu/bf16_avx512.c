@@ -13,11 +13,11 @@
  * are already the words a panel would hold, and the microkernel reads them
  * in place (only a last partial panel of rows is packed). The MR x NR
  * microkernel keeps its 24 sums in registers over a KC block: per k pair
- * two loads of B and one broadcast of A per row. The pool packs B's panels, then splits C's rows (or its
- * column panels where rows would leave a thread more); every thread
- * reads the one packed B. Products of two bf16 numbers are exact in f32;
- * the instruction adds them to the sums with f32 rounding, denormal
- * inputs and outputs flushed to zero. */
+ * two loads of B and one broadcast of A per row. The pool packs B's
+ * panels, then splits C's rows (or its column panels where rows would
+ * leave a thread more); every thread reads the one packed B. Products
+ * of two bf16 numbers are exact in f32; the instruction adds them to the
+ * sums with f32 rounding, denormal inputs and outputs flushed to zero. */
 #include "backend/cpu/bf16_gemm.h"
 
 #if defined(__x86_64__) && defined(__AVX512BF16__)
