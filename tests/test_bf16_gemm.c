@@ -343,6 +343,92 @@ static bool bmm_case(ts_pool *pool, int64_t count, int64_t m, int64_t n, int64_t
     return ok;
 }
 
+/* the same product with A read three ways: bf16 cells at an even row
+ * stride (read in place, the whole tiles), the same cells at an odd
+ * stride (packed) and the f32 values (rounded as packed); C (and out)
+ * must be the same bits */
+static bool same_bits_case(ts_pool *pool, int64_t m, int64_t n, int64_t k, float beta, bool with_bias) {
+    operand even = make_operand(m, k, k, false, 0.29f), odd = make_operand(m, k + 1, k, false, 0.29f);
+    operand B = make_operand(n, k, k, false, 0.13f);
+    float *C[3], *out[3], *bias = malloc(sizeof(float) * (size_t)n);
+    for (int64_t j = 0; j < n; j++) bias[j] = 0.01f * (float)(j - 20);
+    ts_bf16_mat a[3] = {{even.h, false, k, 1}, {odd.h, false, k + 1, 1}, {even.f, true, k, 1}}, b = {B.h, false, k, 1};
+    bool ok = true;
+    for (int w = 0; w < 3; w++) {
+        C[w] = malloc(sizeof(float) * (size_t)(m * n)), out[w] = malloc(sizeof(float) * (size_t)(m * n));
+        for (int64_t i = 0; i < m * n; i++) C[w][i] = 0.25f * (float)(i % 9) - 1.0f, out[w][i] = NAN;
+        ok = ok && ts_bf16k_gemm(pool, m, n, k, a[w], b, beta, C[w], n, with_bias ? bias : NULL, with_bias ? out[w] : NULL) == TS_OK;
+    }
+    size_t bytes = sizeof(float) * (size_t)(m * n);
+    for (int w = 1; w < 3 && ok; w++) ok = memcmp(C[0], C[w], bytes) == 0 && (!with_bias || memcmp(out[0], out[w], bytes) == 0);
+    if (!ok)
+        printf("     M %lld N %lld K %lld beta %g bias %d: A in place, packed and rounded from f32 differ\n", (long long)m, (long long)n,
+               (long long)k, (double)beta, with_bias);
+    for (int w = 0; w < 3; w++) free(C[w]), free(out[w]);
+    free(even.f), free(even.h), free(odd.f), free(odd.h), free(B.f), free(B.h), free(bias);
+    return ok;
+}
+
+/* a 128-channel layer's dB = X^T dY (128 rows, K = 2048 tokens, A and B
+ * read across their rows): one thread's rows and 2 and 3 threads' splits
+ * (the columns, where rows would leave a thread 6 tiles against 5) give
+ * the same bits */
+static bool split_bits_case(ts_pool *const pools[3], int64_t n) {
+    enum { ROWS = 128, TOKENS = 2048 };
+    operand X = make_operand(TOKENS, ROWS, ROWS, false, 0.31f), dY = make_operand(TOKENS, n, n, false, 0.17f);
+    ts_bf16_mat a = {X.h, false, 1, ROWS}, b = {dY.h, false, 1, n};
+    float *C[3];
+    bool ok = true;
+    for (int t = 0; t < 3; t++) {
+        C[t] = malloc(sizeof(float) * (size_t)(ROWS * n));
+        ok = ok && ts_bf16k_gemm(pools[t], ROWS, n, TOKENS, a, b, 0.0f, C[t], n, NULL, NULL) == TS_OK;
+    }
+    for (int t = 1; t < 3 && ok; t++) ok = memcmp(C[0], C[t], sizeof(float) * (size_t)(ROWS * n)) == 0;
+    for (int t = 0; t < 3; t++) free(C[t]);
+    free(X.f), free(X.h), free(dY.f), free(dY.h);
+    return ok;
+}
+
+/* ts_cpu_bf16_gemm_backward (dC rounded once to bf16 cells) against the
+ * kernel's products on dC in f32, rounded as they are packed: the same bits */
+static bool backward_bits_case(ts_pool *pool, bool tb, int64_t m, int64_t n, int64_t k) {
+    operand A = make_operand(m, k, k, false, 0.37f), B = make_operand(tb ? n : k, tb ? k : n, tb ? k : n, false, 0.11f);
+    operand dC = make_operand(m, n, n, true, 0.23f);
+    size_t na = (size_t)(m * k), nb = (size_t)(n * k);
+    float *dA = malloc(sizeof(float) * na), *dB = malloc(sizeof(float) * nb);
+    float *rA = malloc(sizeof(float) * na), *rB = malloc(sizeof(float) * nb);
+    for (size_t i = 0; i < na; i++) dA[i] = rA[i] = 0.5f;
+    for (size_t i = 0; i < nb; i++) dB[i] = rB[i] = -0.5f;
+    bool ok = ts_cpu_bf16_gemm_backward(pool, tb, m, n, k, A.h, B.h, dC.f, dA, 1.0f, dB, 1.0f) == 3u;
+    ts_bf16_mat dc_rows = {dC.f, true, n, 1}, dc_cols = {dC.f, true, 1, n}, a_cols = {A.h, false, 1, k};
+    ts_bf16_mat b_rows = tb ? (ts_bf16_mat){B.h, false, 1, k} : (ts_bf16_mat){B.h, false, n, 1};
+    ok = ok && ts_bf16k_gemm(pool, m, k, n, dc_rows, b_rows, 1.0f, rA, k, NULL, NULL) == TS_OK;
+    ok = ok && (tb ? ts_bf16k_gemm(pool, n, k, m, dc_cols, a_cols, 1.0f, rB, k, NULL, NULL)
+                   : ts_bf16k_gemm(pool, k, n, m, a_cols, dc_cols, 1.0f, rB, n, NULL, NULL)) == TS_OK;
+    ok = ok && memcmp(dA, rA, sizeof(float) * na) == 0 && memcmp(dB, rB, sizeof(float) * nb) == 0;
+    free(A.f), free(A.h), free(B.f), free(B.h), free(dC.f), free(dC.h), free(dA), free(dB), free(rA), free(rB);
+    return ok;
+}
+
+/* ts_bf16k_round's bits are ts_f32_to_bf16's (round16.c's packing), on
+ * every exponent, NaNs, infinities and subnormals, with a tail */
+static bool round_bits_case(ts_pool *pool, int64_t n) {
+    float *x = malloc(sizeof(float) * (size_t)n);
+    uint16_t *h = malloc(sizeof(uint16_t) * (size_t)n);
+    uint64_t state = 0x9e3779b97f4a7c15u;
+    for (int64_t i = 0; i < n; i++) {
+        state = state * 6364136223846793005u + 1442695040888963407u;
+        uint32_t u = (uint32_t)(state >> 32);
+        if (i % 97 == 0) u = 0x7f800000u | (u & 0x80000000u) | (i % 2 ? 1u : 0u); /* infinities and NaNs */
+        memcpy(&x[i], &u, sizeof u);
+    }
+    ts_bf16k_round(pool, h, x, n);
+    bool ok = true;
+    for (int64_t i = 0; i < n && ok; i++) ok = h[i] == ts_f32_to_bf16(x[i]);
+    free(x), free(h);
+    return ok;
+}
+
 static void test_kernel(void) {
     if (!ts_bf16k_built() || !ts_cpu_flags_get()->avx512_bf16) {
         printf("skip the avx512_bf16 kernel's checks: this %s\n", ts_bf16k_built() ? "CPU lacks avx512_bf16" : "build has no kernel");
@@ -360,6 +446,18 @@ static void test_kernel(void) {
             kernel_case(pools[idx % 3], shapes[s][0], shapes[s][1], shapes[s][2], c & 1, c >> 1 & 1, c >> 2 & 1, c >> 3 & 1,
                         (int64_t)((s + (size_t)c) % 3) * 5, beta, beta == 0.0f && idx % 2);
         }
+    static const int64_t bits_shapes[][3] = {{12, 32, 2}, {37, 33, 96}, {150, 70, 1030}, {96, 64, 128}, {1, 5, 4}, {200, 300, 64}};
+    int bits_fails = 0, bits_cases = 0;
+    for (size_t s = 0; s < sizeof bits_shapes / sizeof bits_shapes[0]; s++)
+        for (int c = 0; c < 3; c++, bits_cases++)
+            bits_fails += !same_bits_case(pools[(s + (size_t)c) % 3], bits_shapes[s][0], bits_shapes[s][1], bits_shapes[s][2], betas[c],
+                                          c == 0);
+    CHECK(bits_fails == 0,
+          "the avx512_bf16 kernel: %d of %d products give the same bits with A's bf16 rows read in place, packed, or rounded from f32 "
+          "as packed (M tails, K over a block, beta, bias, 1-3 threads)", bits_cases - bits_fails, bits_cases);
+    CHECK(split_bits_case(pools, 384) && split_bits_case(pools, 130),
+          "a 128-row dB (K 2048) gives the same bits on 1, 2 and 3 threads (rows, or column panels where rows split worse)");
+    CHECK(round_bits_case(pools[1], 100003), "ts_bf16k_round: a hundred thousand random bit patterns round to ts_f32_to_bf16's bits");
     CHECK(kernel_fails == 0, "the avx512_bf16 kernel: %d of %d products (M, N, K tails, odd K, transposes, strides, bf16/f32 operands, "
                              "beta, bias, 1-3 threads) are bf16 products with f32 accumulation", kernel_cases - kernel_fails, kernel_cases);
     if (ts_cpu_bf16_route() == TS_BF16_ROUTE_AVX512BF16) {
@@ -367,6 +465,10 @@ static void test_kernel(void) {
             CHECK(backward_case(pools[1], tb, 150, 70, 96), "a bf16 matmul's gradients (B %s): dA, dB are the products with dC rounded to bf16",
                   tb ? "[N,K]" : "[K,N]");
             CHECK(backward_case(pools[2], tb, 33, 17, 9), "the same on a small product (B %s), 3 threads", tb ? "[N,K]" : "[K,N]");
+            CHECK(backward_bits_case(pools[1], tb, 150, 70, 96) && backward_bits_case(pools[2], tb, 37, 33, 1030) &&
+                      backward_bits_case(pools[0], tb, 13, 7, 9),
+                  "a bf16 matmul's gradients (B %s), dC rounded once for both products, are the bits of products rounding it as packed",
+                  tb ? "[N,K]" : "[K,N]");
         }
         /* the attention's products of a bf16 GPT: q k^T, p v and their
          * gradients, per (batch, head); and tails, odd K, one product */

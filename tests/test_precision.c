@@ -20,15 +20,19 @@
  *     warns of f16 without loss scaling;
  * (h) the CPU's vector rounding kernel gives core/half.c's bits and
  *     counts on a million random bit patterns (every exponent, NaNs,
- *     infinities, subnormals), lengths that leave a tail. */
+ *     infinities, subnormals), lengths that leave a tail, rounding in
+ *     place and packing into cells; on an avx512 CPU again with TS_CPU=avx2. */
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "backend/backend.h"
+#include "backend/cpu/cpu.h"
+#include "backend/cpu/cpu_features.h"
 #include "check.h"
 #include "core/half.h"
 #include "mlp.h"
@@ -460,11 +464,36 @@ static void test_vector_kernel(void) {
             wrong = memcmp(&want, &b[i], sizeof want) != 0 && !(isnan(want) && isnan(b[i]));
         }
         CHECK(!wrong, "%s: unpack_half widens every cell as the scalar conversion does", ts_dtype_name(t));
+        /* packing into 16-bit cells (a Cast's kernel): the scalar conversion's cells, the rounding's counts */
+        ts_half_loss lp = {0, 0};
+        ts_cpu_pack_half(NULL, t, cells, x, N, &lp);
+        for (int i = 0; i < N && !wrong; i++) wrong = cells[i] != (t == TS_BF16 ? ts_f32_to_bf16(x[i]) : ts_f32_to_f16(x[i]));
+        CHECK(!wrong && lp.underflow == la.underflow && lp.overflow == la.overflow,
+              "%s: the vector kernel packs the scalar conversion's cells and counts what it loses as the rounding does", ts_dtype_name(t));
     }
     free(x), free(a), free(b);
 }
 
-int main(void) {
+/* (h) again with the kernels capped at AVX2 (TS_CPU=avx2), in a child:
+ * the level is read once per process */
+static void test_vector_kernel_avx2(const char *self) {
+    if (ts_cpu_level() < TS_CPU_AVX512) return; /* the run above was that level, or below it */
+    pid_t pid = fork();
+    if (pid == 0) {
+        setenv("TS_CPU", "avx2", 1);
+        execl(self, self, "vector-kernel", (char *)NULL);
+        _exit(127);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    CHECK(pid > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0, "(h) with TS_CPU=avx2 passed its checks");
+}
+
+int main(int argc, char **argv) {
+    if (argc > 1 && strcmp(argv[1], "vector-kernel") == 0) {
+        test_vector_kernel();
+        return check_summary("test_precision (h), TS_CPU=avx2");
+    }
     test_cast_values();
     test_cast_gradient();
     test_autocast();
@@ -473,5 +502,6 @@ int main(void) {
     test_overflow_check();
     test_env_and_options();
     test_vector_kernel();
+    test_vector_kernel_avx2(argv[0]);
     return check_summary("test_precision");
 }

@@ -8,13 +8,16 @@
  * by 2 as the instruction reads them (an f32 operand, a gradient, is
  * rounded to bf16 to nearest even while it is packed): B into panels of NR
  * columns over all of k, A, one block of MC rows by KC at a time, into
- * panels of MR rows. The MR x NR microkernel keeps its 24 sums in
- * registers over a KC block: per k pair two loads of B and one broadcast
- * of A per row. The pool packs B's panels, then splits C's rows (or its
- * column panels where rows would leave a thread far more); every thread
- * reads the one packed B. Products of two bf16 numbers are exact in f32;
- * the instruction adds them to the sums with f32 rounding, denormal
- * inputs and outputs flushed to zero. */
+ * panels of MR rows. A held in bf16 cells with k contiguous (a matmul's
+ * activations, its gradient's bf16 copy) is not packed: its rows' k pairs
+ * are already the words a panel would hold, and the microkernel reads them
+ * in place (only a last partial panel of rows is packed). The MR x NR
+ * microkernel keeps its 24 sums in registers over a KC block: per k pair
+ * two loads of B and one broadcast of A per row. The pool packs B's
+ * panels, then splits C's rows (or its column panels where rows would
+ * leave a thread more); every thread reads the one packed B. Products
+ * of two bf16 numbers are exact in f32; the instruction adds them to the
+ * sums with f32 rounding, denormal inputs and outputs flushed to zero. */
 #include "backend/cpu/bf16_gemm.h"
 
 #if defined(__x86_64__) && defined(__AVX512BF16__)
@@ -100,11 +103,11 @@ static void pack(const ts_bf16_mat *m, int64_t r0, int64_t nr, int R, int64_t k0
                 }
         }
     } else if (m->cs == 1) { /* k contiguous in a row: each row's pairs are words */
-        /* bf16 cells: 16 pairs of 4 rows a time, transposed in registers,
-         * one 128-bit store of 4 rows' words per pair (f32 values, whose
-         * rounding costs more than the stores, go a row at a time) */
+        /* 16 pairs of 4 rows a time (bf16 cells, or f32 values rounded),
+         * transposed in registers, one 128-bit store of 4 rows' words per
+         * pair */
         int64_t q = 0;
-        if (R % 4 == 0 && !m->f32)
+        if (R % 4 == 0)
             for (; q + 16 <= whole; q += 16)
                 for (int64_t row = 0; row < panels * R; row += 4) {
                     __m512i v[4];
@@ -158,15 +161,27 @@ typedef struct job {
     const float *bias;
     uint32_t *pb; /* B packed: panel q at pb + q * kpad/2 * NR */
     bool by_cols; /* the pool splits column panels, not rows */
+    bool direct;  /* A read in place, not packed (a_direct) */
     uint32_t (*pa)[KC / 2 * MR]; /* MC / MR panels of A for each slice */
     atomic_int next;              /* the slices that took theirs */
 } job;
 
+/* A's word (pair p, row i) of a tile: from a packed panel [kp][MR], or
+ * (direct) straight from A's bf16 rows, lda words apart, k contiguous */
+static inline __attribute__((always_inline)) __m512bh a_word(const uint32_t *pa, int64_t lda, int64_t p, int i, bool direct) {
+    uint32_t w;
+    if (direct) memcpy(&w, pa + i * lda + p, sizeof w);
+    else w = pa[p * MR + i];
+    return (__m512bh)_mm512_set1_epi32((int)w);
+}
+
 /* C's tile at rows mr <= MR, columns nr <= NR: the sums of the k pairs of
- * pa [kp][MR] and pb [kp][NR] added to C (add), or stored as beta C + sums;
- * last: out = C + bias after it */
-static void tile(int64_t kp, const uint32_t *pa, const uint32_t *pb, float *c, int64_t ldc, int mr, int nr, bool add, float beta,
-                 const float *bias, float *out, bool last) {
+ * A's (pa, above) and pb [kp][NR] added to C (add), or stored as beta C +
+ * sums; last: out = C + bias after it. Both forms sum the same products
+ * in the same order. */
+static inline __attribute__((always_inline)) void tile_body(int64_t kp, const uint32_t *pa, int64_t lda, bool direct, const uint32_t *pb,
+                                                            float *c, int64_t ldc, int mr, int nr, bool add, float beta, const float *bias,
+                                                            float *out, bool last) {
     __m512 s[MR][2];
 #pragma GCC unroll 12
     for (int i = 0; i < MR; i++) s[i][0] = s[i][1] = _mm512_setzero_ps();
@@ -174,7 +189,7 @@ static void tile(int64_t kp, const uint32_t *pa, const uint32_t *pb, float *c, i
         __m512bh b0 = (__m512bh)_mm512_loadu_si512(pb + p * NR), b1 = (__m512bh)_mm512_loadu_si512(pb + p * NR + 16);
 #pragma GCC unroll 12
         for (int i = 0; i < MR; i++) {
-            __m512bh a = (__m512bh)_mm512_set1_epi32((int)pa[p * MR + i]);
+            __m512bh a = a_word(pa, lda, p, i, direct);
             s[i][0] = _mm512_dpbf16_ps(s[i][0], a, b0);
             s[i][1] = _mm512_dpbf16_ps(s[i][1], a, b1);
         }
@@ -204,6 +219,18 @@ static void tile(int64_t kp, const uint32_t *pa, const uint32_t *pb, float *c, i
     }
 }
 
+/* A from a packed panel [kp][MR] */
+static void tile(int64_t kp, const uint32_t *pa, const uint32_t *pb, float *c, int64_t ldc, int mr, int nr, bool add, float beta,
+                 const float *bias, float *out, bool last) {
+    tile_body(kp, pa, 0, false, pb, c, ldc, mr, nr, add, beta, bias, out, last);
+}
+
+/* A's MR whole rows read in place: pa at row 0's first pair, lda words a row */
+static void tile_direct(int64_t kp, const uint32_t *pa, int64_t lda, const uint32_t *pb, float *c, int64_t ldc, int nr, bool add,
+                        float beta, const float *bias, float *out, bool last) {
+    tile_body(kp, pa, lda, true, pb, c, ldc, MR, nr, add, beta, bias, out, last);
+}
+
 /* B's column panels [begin, end) packed */
 static void pack_b(void *vctx, int64_t begin, int64_t end) {
     const job *j = vctx;
@@ -215,22 +242,34 @@ static void pack_b(void *vctx, int64_t begin, int64_t end) {
 static void block(const job *j, uint32_t (*pa)[KC / 2 * MR], int64_t m0, int64_t m1, int64_t q0, int64_t q1) {
     for (int64_t i0 = m0; i0 < m1; i0 += MC) {
         int64_t mc = m1 - i0 < MC ? m1 - i0 : MC;
-        int64_t panels = (mc + MR - 1) / MR;
+        int64_t panels = (mc + MR - 1) / MR, whole = j->direct ? mc / MR : 0; /* the panels read in place */
         for (int64_t k0 = 0; k0 < j->K; k0 += KC) {
             int64_t kc = j->K - k0 < KC ? j->K - k0 : KC, kp = (kc + 1) / 2;
             bool last = k0 + kc >= j->K;
-            pack(&j->A, i0, mc, MR, k0, kc, j->K, pa[0], KC / 2 * MR);
+            if (whole < panels) pack(&j->A, i0 + whole * MR, mc - whole * MR, MR, k0, kc, j->K, pa[whole], KC / 2 * MR);
             for (int64_t q = q0; q < q1; q++) {
                 int64_t c0 = q * NR, nr = j->N - c0 < NR ? j->N - c0 : NR;
                 const uint32_t *pb = j->pb + q * (j->kpad / 2) * NR + (k0 / 2) * NR;
                 for (int64_t t = 0; t < panels; t++) {
                     int64_t r = i0 + t * MR, mr = m1 - r < MR ? m1 - r : MR;
-                    tile(kp, pa[t], pb, j->C + r * j->ldc + c0, j->ldc, (int)mr, (int)nr, k0 > 0, j->beta, j->bias ? j->bias + c0 : NULL,
-                         j->out ? j->out + r * j->ldc + c0 : NULL, last);
+                    const float *bias = j->bias ? j->bias + c0 : NULL;
+                    float *out = j->out ? j->out + r * j->ldc + c0 : NULL, *c = j->C + r * j->ldc + c0;
+                    if (t < whole)
+                        tile_direct(kp, (const uint32_t *)j->A.data + (r * j->A.rs + k0) / 2, j->A.rs / 2, pb, c, j->ldc, (int)nr, k0 > 0,
+                                    j->beta, bias, out, last);
+                    else tile(kp, pa[t], pb, c, j->ldc, (int)mr, (int)nr, k0 > 0, j->beta, bias, out, last);
                 }
             }
         }
     }
+}
+
+/* whether A's rows can be read in place as the tile reads a packed panel:
+ * bf16 cells, k contiguous, every pair two cells of one 4-byte word (K
+ * and the row stride even, the data 4-byte aligned); the pairs are the
+ * words packing would copy, so the sums are the same */
+static bool a_direct(const ts_bf16_mat *a, int64_t K) {
+    return !a->f32 && a->cs == 1 && K % 2 == 0 && a->rs % 2 == 0 && (uintptr_t)a->data % 4 == 0;
 }
 
 static void slice(void *vctx, int64_t begin, int64_t end) {
@@ -253,7 +292,7 @@ ts_status ts_bf16k_gemm(struct ts_pool *p, int64_t M, int64_t N, int64_t K, ts_b
                         int64_t ldc, const float *bias, float *out) {
     if (M <= 0 || N <= 0) return TS_OK;
     int64_t kpad = K + (K & 1), panels = (N + NR - 1) / NR, tiles = (M + MR - 1) / MR;
-    job j = {M, N, K, kpad, ldc, A, B, beta, C, bias ? out : NULL, bias, NULL, false, NULL, 0};
+    job j = {M, N, K, kpad, ldc, A, B, beta, C, bias ? out : NULL, bias, NULL, false, a_direct(&A, K), NULL, 0};
     if (K <= 0) { /* no products: C = beta C (and the bias) */
         for (int64_t i = 0; i < M; i++)
             for (int64_t c = 0; c < N; c++) {
@@ -270,13 +309,38 @@ ts_status ts_bf16k_gemm(struct ts_pool *p, int64_t M, int64_t N, int64_t K, ts_b
     j.pa = (uint32_t(*)[KC / 2 * MR])(void *)(j.pb + b_words);
     int64_t per_tile = MR * N * K, per_panel = NR * M * K;
     ts_pool_for(p, panels, MIN_PACK / (NR * kpad) + 1, pack_b, &j);
-    /* columns only when rows split the threads far worse: every column
-     * slice packs all of A */
-    j.by_cols = t > 1 && imbalance(panels, t) * 1.2 < imbalance(tiles, t);
+    /* columns where rows split the threads worse by more than a margin
+     * for the column slices' packing, each of all of A, against their N
+     * columns of products: a gradient's dB = A^T dC over 128 rows of
+     * 12-row tiles splits its columns (rows would give a thread 6 tiles
+     * against 5 and a part) */
+    j.by_cols = t > 1 && imbalance(panels, t) * (1.0 + 16.0 / (double)N) < imbalance(tiles, t);
     if (j.by_cols) ts_pool_for(p, panels, MIN_MACS / per_panel + 1, slice, &j);
     else ts_pool_for(p, tiles, MIN_MACS / per_tile + 1, slice, &j);
     free(j.pb);
     return TS_OK;
+}
+
+typedef struct round_job {
+    uint16_t *dst;
+    const float *src;
+} round_job;
+
+static void round_slice(void *vctx, int64_t begin, int64_t end) {
+    const round_job *j = vctx;
+    const __m512i odd = _mm512_set_epi16(63, 61, 59, 57, 55, 53, 51, 49, 47, 45, 43, 41, 39, 37, 35, 33, 31, 29, 27, 25, 23, 21, 19, 17, 15,
+                                         13, 11, 9, 7, 5, 3, 1); /* the high halves of 32 rounded values */
+    int64_t i = begin;
+    for (; i + 32 <= end; i += 32) {
+        __m512i lo = round_hi(_mm512_loadu_si512(j->src + i)), hi = round_hi(_mm512_loadu_si512(j->src + i + 16));
+        _mm512_storeu_si512(j->dst + i, _mm512_permutex2var_epi16(lo, odd, hi));
+    }
+    for (; i < end; i++) j->dst[i] = (uint16_t)round1(j->src[i]);
+}
+
+void ts_bf16k_round(struct ts_pool *p, uint16_t *dst, const float *src, int64_t n) {
+    round_job j = {dst, src};
+    ts_pool_for(p, n, MIN_PACK, round_slice, &j);
 }
 
 size_t ts_bf16k_serial_words(int64_t N, int64_t K) {
@@ -292,7 +356,7 @@ void ts_bf16k_gemm_serial(int64_t M, int64_t N, int64_t K, ts_bf16_mat A, ts_bf1
         return;
     }
     int64_t kpad = K + (K & 1), panels = (N + NR - 1) / NR, tiles = (M + MR - 1) / MR;
-    job j = {M, N, K, kpad, ldc, A, B, beta, C, NULL, NULL, ws, false, NULL, 0};
+    job j = {M, N, K, kpad, ldc, A, B, beta, C, NULL, NULL, ws, false, a_direct(&A, K), NULL, 0};
     j.pa = (uint32_t(*)[KC / 2 * MR])(void *)(ws + panels * (kpad / 2) * NR);
     pack_b(&j, 0, panels);
     slice(&j, 0, tiles);
@@ -300,6 +364,9 @@ void ts_bf16k_gemm_serial(int64_t M, int64_t N, int64_t K, ts_bf16_mat A, ts_bf1
 
 #else
 bool ts_bf16k_built(void) { return false; }
+void ts_bf16k_round(struct ts_pool *p, uint16_t *dst, const float *src, int64_t n) {
+    (void)p, (void)dst, (void)src, (void)n;
+}
 size_t ts_bf16k_serial_words(int64_t N, int64_t K) {
     (void)N, (void)K;
     return 0;

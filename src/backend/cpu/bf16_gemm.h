@@ -103,4 +103,9 @@ size_t ts_bf16k_serial_words(int64_t N, int64_t K);
 void ts_bf16k_gemm_serial(int64_t M, int64_t N, int64_t K, ts_bf16_mat A, ts_bf16_mat B, float beta, float *C, int64_t ldc,
                           uint32_t *ws);
 
+/* src's n values rounded to bf16 to nearest even (NaNs quiet) into
+ * dst's cells, the bits the kernel's packing rounds an f32 operand to;
+ * split over the pool. Only where the kernel is built. */
+void ts_bf16k_round(struct ts_pool *p, uint16_t *dst, const float *src, int64_t n);
+
 #endif
