@@ -937,6 +937,10 @@ static ts_status plan_staging(mem_plan *mp) {
             const ts_entry *ie = &p->entries[p->value_entry[c->in[j]]];
             if (ts_dtype_is_half(ie->dtype)) sum += (size_t)ie->numel;
         }
+        /* training: room after the copies (64-byte aligned) for the output's
+         * gradient rounded to 16-bit cells, which the bf16 products' backward
+         * reads (the CPU's ts_cpu_grad_room) */
+        if (sum && m->training) sum = (sum + 15) / 16 * 16 + ((size_t)p->entries[p->value_entry[c->id]].numel + 1) / 2;
         widen = sum > widen ? sum : widen;
         const ts_entry *oe = &p->entries[p->value_entry[c->id]];
         if (ts_dtype_is_half(oe->dtype) && (size_t)oe->numel > stage) stage = (size_t)oe->numel;

@@ -10,6 +10,10 @@
  * of a model's precision), *room: k with those inputs widened to f32
  * copies in k->widen (exact), so the f32 kernels read them (cpu.c). */
 const ts_kctx *ts_cpu_widen(const ts_kctx *k, ts_kctx *room);
+/* the room compile plans after those copies in k->widen for a training
+ * node's output gradient rounded to 16-bit cells (64-byte aligned; the
+ * bf16 products' dC), or NULL where there is none (no widen room) */
+uint16_t *ts_cpu_grad_room(const ts_kctx *k);
 
 /* tensor and transformer ops (adapters_tensor.c) */
 void ts_fwd_broadcast_binary(const ts_kctx *k);

@@ -196,7 +196,8 @@ void ts_bwd_bmm(const ts_kctx *k) {
     unsigned done = 0; /* dout rounded to bf16 for the products, as a bf16 MatMul's */
     if (bmm_bf16(k))
         done = ts_cpu_bf16_bmm_backward(k->pool, ta, tb, &k->out_shape, &k->in_shape[0], &k->in_shape[1], (const uint16_t *)(const void *)k->in[0],
-                                        (const uint16_t *)(const void *)k->in[1], k->dout, k->din[0], k->din[1]);
+                                        (const uint16_t *)(const void *)k->in[1], k->dout, k->din[0], k->din[1],
+                                        ts_cpu_grad_room(k));
     float *da = done & 1u ? NULL : k->din[0], *db = done & 2u ? NULL : k->din[1];
     if (!da && !db) return;
     ts_kctx room;

@@ -155,14 +155,13 @@ bool ts_cpu_bf16_gemm(struct ts_pool *p, bool tb, int64_t M, int64_t N, int64_t 
     return true;
 }
 
-/* dC's n values rounded to bf16 once, for every product that reads them
- * (packing an f32 operand rounds it again for each, to the same bits);
- * NULL where there is no memory: the products round dC as they pack it.
- * Freed with free. */
-static uint16_t *rounded(struct ts_pool *p, const float *dC, int64_t n) {
-    uint16_t *d = aligned_alloc(64, ((size_t)n * sizeof(uint16_t) + 63) / 64 * 64);
-    if (d) ts_bf16k_round(p, d, dC, n);
-    return d;
+/* dC's n values rounded to bf16 once into room (planned at compile:
+ * ts_cpu_grad_room), for every product that reads them (packing an f32
+ * operand rounds it again for each, to the same bits); NULL where there
+ * is no room: the products round dC as they pack it. */
+static const uint16_t *rounded(struct ts_pool *p, uint16_t *room, const float *dC, int64_t n) {
+    if (room) ts_bf16k_round(p, room, dC, n);
+    return room;
 }
 
 /* an operand over dC: its bf16 copy where there is one, else dC (f32) */
@@ -171,9 +170,9 @@ static ts_bf16_mat grad_mat(const float *dC, const uint16_t *d16, int64_t rs, in
 }
 
 unsigned ts_cpu_bf16_gemm_backward(struct ts_pool *p, bool tb, int64_t M, int64_t N, int64_t K, const uint16_t *A, const uint16_t *B,
-                                   const float *dC, float *dA, float beta_a, float *dB, float beta_b) {
+                                   const float *dC, float *dA, float beta_a, float *dB, float beta_b, uint16_t *room) {
     if (ts_cpu_bf16_route() != TS_BF16_ROUTE_AVX512BF16) return 0;
-    uint16_t *d16 = rounded(p, dC, M * N);
+    const uint16_t *d16 = rounded(p, room, dC, M * N);
     /* each operand as (row of the product, summed index) */
     ts_bf16_mat dc_rows = grad_mat(dC, d16, N, 1), dc_cols = grad_mat(dC, d16, 1, N), a_cols = {A, false, 1, K};
     ts_bf16_mat b_rows = tb ? (ts_bf16_mat){B, false, 1, K} : (ts_bf16_mat){B, false, N, 1};
@@ -182,7 +181,6 @@ unsigned ts_cpu_bf16_gemm_backward(struct ts_pool *p, bool tb, int64_t M, int64_
     if (dB && (tb ? ts_bf16k_gemm(p, N, K, M, dc_cols, a_cols, beta_b, dB, K, NULL, NULL)
                   : ts_bf16k_gemm(p, K, N, M, a_cols, dc_cols, beta_b, dB, N, NULL, NULL)) == TS_OK)
         done |= 2u;
-    free(d16);
     return done;
 }
 
@@ -249,12 +247,12 @@ bool ts_cpu_bf16_bmm(struct ts_pool *p, bool ta, bool tb, const ts_shape *sc, co
 }
 
 unsigned ts_cpu_bf16_bmm_backward(struct ts_pool *p, bool ta, bool tb, const ts_shape *sc, const ts_shape *sa, const ts_shape *sb,
-                                  const uint16_t *A, const uint16_t *B, const float *dC, float *dA, float *dB) {
+                                  const uint16_t *A, const uint16_t *B, const float *dC, float *dA, float *dB, uint16_t *room) {
     int64_t M, N, K, count = bmm_dims(ta, sc, sa, sb, &M, &N, &K);
     if (!count) return 0;
     /* op(A) (i, k) at A[i sai + k sak], op(B) (k, j) at B[k sbk + j sbj], dC (i, j) at dC[i N + j] */
     int64_t sai = ta ? 1 : K, sak = ta ? M : 1, sbk = tb ? 1 : N, sbj = tb ? K : 1;
-    uint16_t *d16 = rounded(p, dC, count * M * N);
+    const uint16_t *d16 = rounded(p, room, dC, count * M * N);
     ts_bf16_mat dc_ij = grad_mat(dC, d16, N, 1), dc_ji = grad_mat(dC, d16, 1, N); /* dC by rows i, by columns j */
     ts_bf16_mat b_kj = {B, false, sbk, sbj}, a_ki = {A, false, sak, sai};
     int64_t sA = M * K, sB = K * N, sC = M * N;
@@ -265,6 +263,5 @@ unsigned ts_cpu_bf16_bmm_backward(struct ts_pool *p, bool ta, bool tb, const ts_
     /* dop(B) (k, j) = sum_i op(A) (i, k) dC (i, j); stored [N, K] when tb */
     if (dB && (tb ? bmm_run(p, count, N, K, M, dc_ji, sC, a_ki, sA, 1.0f, dB, K) : bmm_run(p, count, K, N, M, a_ki, sA, dc_ji, sC, 1.0f, dB, N)))
         done |= 2u;
-    free(d16);
     return done;
 }

@@ -59,9 +59,10 @@ bool ts_cpu_bf16_gemm(struct ts_pool *p, bool tb, int64_t M, int64_t N, int64_t 
  * bf16 for the products (as PyTorch's autocast multiplies a bf16 matmul's
  * gradients). Returns those it added (1 dA, 2 dB): none where the route is
  * not the kernel, and not one that found no memory; the caller widens to
- * f32 for the others. */
+ * f32 for the others. room: M N bf16 cells for dC's rounded copy (the
+ * node's ts_cpu_grad_room), or NULL: the products round dC as they pack it. */
 unsigned ts_cpu_bf16_gemm_backward(struct ts_pool *p, bool tb, int64_t M, int64_t N, int64_t K, const uint16_t *A, const uint16_t *B,
-                                   const float *dC, float *dA, float beta_a, float *dB, float beta_b);
+                                   const float *dC, float *dA, float beta_a, float *dB, float beta_b, uint16_t *room);
 
 /* a batched matmul (TS_OP_BATCH_MATMUL's shapes: C [..., M, N] = op(A)
  * op(B), A [..., M, K] or [..., K, M] when ta, B [..., K, N] or
@@ -75,9 +76,10 @@ bool ts_cpu_bf16_bmm(struct ts_pool *p, bool ta, bool tb, const ts_shape *sc, co
 /* its gradients, added into dA and dB where not NULL, dC (f32) rounded to
  * bf16 for the products (as ts_cpu_bf16_gemm_backward); returns those it
  * added (1 dA, 2 dB): none where ts_cpu_bf16_bmm would be false, and not
- * one that found no memory; the caller widens to f32 for the others */
+ * one that found no memory; the caller widens to f32 for the others; room
+ * as ts_cpu_bf16_gemm_backward's (dC's count M N cells) */
 unsigned ts_cpu_bf16_bmm_backward(struct ts_pool *p, bool ta, bool tb, const ts_shape *sc, const ts_shape *sa, const ts_shape *sb,
-                                  const uint16_t *A, const uint16_t *B, const float *dC, float *dA, float *dB);
+                                  const uint16_t *A, const uint16_t *B, const float *dC, float *dA, float *dB, uint16_t *room);
 
 /* an operand of the kernel: element (r, k) at data[r * rs + k * cs], bf16
  * cells or f32 ones (rounded to bf16 to nearest even as they are packed) */

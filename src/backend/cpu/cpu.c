@@ -39,6 +39,14 @@ const ts_kctx *ts_cpu_widen(const ts_kctx *k, ts_kctx *room) {
     return room;
 }
 
+uint16_t *ts_cpu_grad_room(const ts_kctx *k) {
+    if (!k->widen) return NULL;
+    int64_t at = 0;
+    for (int j = 0; j < k->n_in; j++)
+        if (ts_dtype_is_half(k->in_dtype[j])) at += ts_shape_numel(&k->in_shape[j]);
+    return (uint16_t *)(void *)(k->widen + (at + 15) / 16 * 16); /* compile's plan_staging */
+}
+
 static void fwd_matmul(const ts_kctx *k) {
     bool t = k->node->op == TS_OP_MATMUL_T;
     int64_t M = k->in_shape[0].d[0], K = k->in_shape[0].d[1], N = k->out_shape.d[1];
@@ -62,7 +70,7 @@ static void bwd_matmul(const ts_kctx *k) {
     unsigned done = 0; /* bf16 cells both: the CPU's bf16 GEMM, dout rounded to bf16 for the products */
     if (k->in_dtype[0] == TS_BF16 && k->in_dtype[1] == TS_BF16 && ts_cpu_bf16_gemm_on())
         done = ts_cpu_bf16_gemm_backward(k->pool, t, M, N, K, (const uint16_t *)(const void *)k->in[0],
-                                         (const uint16_t *)(const void *)k->in[1], k->dout, k->din[0], b0, k->din[1], b1);
+                                         (const uint16_t *)(const void *)k->in[1], k->dout, k->din[0], b0, k->din[1], b1, ts_cpu_grad_room(k));
     if ((!k->din[0] || done & 1u) && (!k->din[1] || done & 2u)) return;
     ts_kctx room;
     k = ts_cpu_widen(k, &room);
