@@ -176,7 +176,7 @@ typedef struct conv_job {
     bool shared; /* fewer samples than threads: the threads share each sample (forward) */
     bool bias_first; /* inference: the bias fills the output and the product adds to it */
     bool accumulate; /* the product adds to the output (the input gradient as a convolution: dx +=) */
-    float *relu;     /* also max(0, y) here, in the output pass (a Relu that follows: ts_kctx.relu_out; may be y), else NULL */
+    const ts_conv_tail *tail; /* the fused Add and Relu that follow it, in the output pass (ts_conv_tail), else NULL */
 } conv_job;
 
 /* r[i] = max(0, y[i]) for i in [0, n) as the Relu computes it
@@ -192,6 +192,32 @@ static inline void relu_into(float *r, float *y, int64_t n) {
     }
     for (int64_t i = 0; i < n; i++) y[i] = y[i] < 0.0f ? 0.0f : y[i];
 }
+
+/* The tail t over outputs [o, o + n) of y, which holds conv + b there: the
+ * residual's sum, as the Add computes it, then the Relu (the outputs may
+ * be the same memory: ts_conv_tail, in order, element by element). */
+static void tail_apply(const ts_conv_tail *t, float *y, int64_t o, int64_t n) {
+    const float *res = t->res ? t->res + o : NULL;
+    float *yo = y + o, *sum = t->sum ? t->sum + o : NULL, *relu = t->relu ? t->relu + o : NULL;
+    if (!res) {
+        if (relu) relu_into(relu, yo, n);
+        return;
+    }
+    if (sum) {
+        for (int64_t i = 0; i < n; i++) sum[i] = yo[i] + res[i];
+        if (relu) relu_into(relu, sum, n);
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        float v = yo[i] + res[i];
+        relu[i] = v < 0.0f ? 0.0f : v;
+    }
+}
+
+/* a tail that does something, else NULL; whether its outputs cover y's
+ * (then y need not be written where the tail's own pass writes them) */
+static const ts_conv_tail *tail_of(const ts_conv_tail *t) { return t && (t->relu || (t->res && (t->sum || t->relu))) ? t : NULL; }
+static bool tail_over(const ts_conv_tail *t, const float *y) { return t && ((t->res && t->sum == y) || t->relu == y); }
 
 /* below this many multiply-adds a convolution runs on the calling thread */
 #define CONV_PAR_MACS (256 * 1024)
@@ -244,7 +270,7 @@ static size_t shared_floats(const ts_conv_geom *g, int threads) {
 static size_t wino_floats(const ts_conv_geom *g, int threads);
 static int wino_m(const ts_conv_geom *g, bool kept);
 static void conv_fwd_winograd(ts_pool *p, float *ws, float *y, const float *x, const float *w, const float *b, const ts_conv_geom *g, int m,
-                              float *cache, uint64_t key, bool accumulate, float *relu);
+                              float *cache, uint64_t key, bool accumulate, const ts_conv_tail *tail);
 static void conv_dw_winograd(ts_pool *p, float *ws, float *dw, const float *dy, const float *x, const ts_conv_geom *g, int m);
 
 /* im2col's workspace: a slot per thread, or the shared forward's columns */
@@ -343,10 +369,10 @@ static float bias_before(const conv_job *j, float *yn, int64_t OHW, int64_t oc0,
     return 1.0f;
 }
 
-/* ... and the Relu that follows it, over the same outputs */
+/* ... and the Add and Relu that follow it (the tail), over the same outputs */
 static void bias_after(const conv_job *j, float *yn, int64_t OHW, int64_t oc0, int64_t oc1, int64_t p0, int64_t p1) {
     if (!j->bias_first) add_bias(yn, j->b, OHW, oc0, oc1, p0, p1, false);
-    for (int64_t oc = oc0; j->relu && oc < oc1; oc++) relu_into(j->relu + (yn - j->y) + oc * OHW + p0, yn + oc * OHW + p0, p1 - p0);
+    for (int64_t oc = oc0; j->tail && oc < oc1; oc++) tail_apply(j->tail, j->y, (yn - j->y) + oc * OHW + p0, p1 - p0);
 }
 
 static void conv_fwd_slots(void *vj, int64_t begin, int64_t end) {
@@ -526,16 +552,16 @@ static conv_job conv_job_for(ts_pool *p, float *ws, const ts_conv_geom *g) {
 }
 
 static void conv_forward(ts_pool *p, float *ws, float *y, const float *x, const float *w, const float *b, const ts_conv_geom *g,
-                         bool bias_first, float *relu) {
+                         bool bias_first, const ts_conv_tail *tail) {
     conv_job j = conv_job_for(p, ws, g);
-    j.y = y, j.x = x, j.w = w, j.b = b, j.bias_first = bias_first, j.relu = relu;
+    j.y = y, j.x = x, j.w = w, j.b = b, j.bias_first = bias_first, j.tail = tail_of(tail);
     if (j.shared) conv_fwd_shared(p, &j);
     else ts_pool_for(p, j.slots, 1, conv_fwd_slots, &j);
 }
 
 void ts_conv2d_forward(ts_pool *p, float *ws, float *y, const float *x, const float *w, const float *b, const ts_conv_geom *g,
-                       float *relu) {
-    conv_forward(p, ws, y, x, w, b, g, false, relu);
+                       const ts_conv_tail *tail) {
+    conv_forward(p, ws, y, x, w, b, g, false, tail);
 }
 
 typedef struct dgrad_job {
@@ -703,7 +729,8 @@ typedef struct wino_job {
     float *pk;          /* WINO_NT tiles of one V[e] packed for the products */
     bool accumulate;    /* the outputs add to y (an input gradient: dx +=) */
     const float *dy;    /* the weight gradient's output gradient (y: its dw) */
-    float *relu;        /* also max(0, y) here, as the output transform writes y (conv_job.relu), else NULL */
+    const ts_conv_tail *tail; /* the fused Add and Relu, as the output transform writes y (conv_job.tail), else NULL */
+    bool y_over;        /* the tail's outputs cover y's: the vector rows skip writing y */
 } wino_job;
 
 /* tiles the products take at a time (wino_products): WINO_NT, the last
@@ -1203,7 +1230,9 @@ static void wino_output(const wino_job *j, int64_t oc0, int64_t oc1) {
                     wino_f8 o4[4][4];
                     wino_out_block4(o4, src, T, bv);
                     for (int64_t i = 0; i < rows; i++) {
-                        float *yr = y + i * OW + t0 * m, *rr = j->relu ? j->relu + (yr - j->y) : NULL;
+                        float *yr = y + i * OW + t0 * m;
+                        const ts_conv_tail *tl = j->tail;
+                        int64_t off = yr - j->y;
                         if (cols == 32 && j->accumulate)
                             for (int q = 0; q < 4; q++) {
                                 wino_f8 old;
@@ -1212,15 +1241,22 @@ static void wino_output(const wino_job *j, int64_t oc0, int64_t oc1) {
                                 wino_st8(yr + 8 * q, &old);
                             }
                         else if (cols == 32)
-                            for (int q = 0; q < 4; q++) {
-                                if (rr != yr) wino_st8(yr + 8 * q, &o4[i][q]); /* the Relu over it: written once */
-                                if (rr) wino_relu8(&o4[i][q]), wino_st8(rr + 8 * q, &o4[i][q]);
+                            for (int q = 0; q < 4; q++) { /* the tail's outputs in registers: each written once */
+                                wino_f8 v = o4[i][q];
+                                if (!j->y_over) wino_st8(yr + 8 * q, &v);
+                                if (tl && tl->res) {
+                                    wino_f8 r;
+                                    wino_ld8(&r, tl->res + off + 8 * q);
+                                    v += r;
+                                    if (tl->sum && tl->sum != tl->relu) wino_st8(tl->sum + off + 8 * q, &v);
+                                }
+                                if (tl && tl->relu) wino_relu8(&v), wino_st8(tl->relu + off + 8 * q, &v);
                             }
                         else { /* the plane's last outputs */
                             float f[32];
                             memcpy(f, o4[i], sizeof f);
                             for (int64_t x = 0; x < cols; x++) yr[x] = j->accumulate ? yr[x] + f[x] : f[x];
-                            if (rr) relu_into(rr, yr, cols);
+                            if (tl) tail_apply(tl, j->y, off, cols);
                         }
                     }
                     continue;
@@ -1238,7 +1274,7 @@ static void wino_output(const wino_job *j, int64_t oc0, int64_t oc1) {
                     else /* the last, partial block (a small plane's only one): its first cols outputs */
                         for (int64_t k = 0, x = 0; k < n_t; k++)
                             for (int64_t q = 0; q < m && x < cols; q++, x++) yr[x] = j->accumulate ? yr[x] + o[i][q][k] : o[i][q][k];
-                    if (j->relu) relu_into(j->relu + (yr - j->y), yr, cols);
+                    if (j->tail) tail_apply(j->tail, j->y, yr - j->y, cols);
                 }
             }
         }
@@ -1284,9 +1320,9 @@ static void wino_slices(void *vf, int64_t s0, int64_t s1) {
 /* U made into the workspace (cache NULL), or kept in the cache and made
  * again when its key is not `key` */
 static void conv_fwd_winograd(ts_pool *p, float *ws, float *y, const float *x, const float *w, const float *b, const ts_conv_geom *g, int m,
-                              float *cache, uint64_t key, bool accumulate, float *relu) {
+                              float *cache, uint64_t key, bool accumulate, const ts_conv_tail *tail) {
     wino_job j = wino_job_for(g, m);
-    j.accumulate = accumulate, j.relu = relu;
+    j.accumulate = accumulate, j.tail = tail_of(tail), j.y_over = tail_over(j.tail, y);
     j.x = x, j.w = w, j.b = b, j.y = y, j.u = cache ? cache + WINO_HEAD : ws;
     wino_fwd f = {.j = &j, .pl = wino_plan_for(g, m, ts_pool_threads(p)), .ws = cache ? ws : ws + (wino_u_floats(g, m) + 15) / 16 * 16};
     wino_head h = {0};
@@ -1430,10 +1466,10 @@ static void conv_dw_winograd(ts_pool *p, float *ws, float *dw, const float *dy, 
 }
 
 void ts_conv2d_infer(ts_pool *p, float *ws, float *y, const float *x, const float *w, const float *b, const ts_conv_geom *g, float *cache,
-                     uint64_t key, float *relu) {
+                     uint64_t key, const ts_conv_tail *tail) {
     int m = ts_conv2d_winograd_tile(g, cache != NULL);
-    if (m) conv_fwd_winograd(p, ws, y, x, w, b, g, m, cache, key, false, relu);
-    else conv_forward(p, ws, y, x, w, b, g, true, relu);
+    if (m) conv_fwd_winograd(p, ws, y, x, w, b, g, m, cache, key, false, tail);
+    else conv_forward(p, ws, y, x, w, b, g, true, tail);
 }
 
 /* The input element under output (oh, ow) and kernel tap (ki, kj), or -1. */
