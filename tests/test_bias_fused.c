@@ -465,6 +465,7 @@ int main(void) {
     conv_add_relu_case(p, 2, 64, 13, 64, 1, 3, true, 4, "Conv + Add + Relu, Winograd, 13x13 planes (partial blocks)");
     conv_add_relu_case(p, 1, 16, 20, 32, 2, 3, true, 0, "Conv + Add + Relu, im2col, stride 2, threads sharing a sample");
     conv_add_relu_case(p, 4, 16, 20, 32, 2, 3, true, 0, "Conv + Add + Relu, im2col, stride 2, threads by samples");
+    conv_add_relu_case(p, 1, 3, 64, 16, 2, 7, true, 0, "Conv + Add + Relu, a 7x7 stride 2 packed from the input (the stem's path)");
     conv_add_relu_case(p, 1, 64, 28, 128, 2, 1, true, 0, "Conv + Add + Relu, a 1x1 stride 2 (a residual block's shortcut)");
     conv_add_relu_case(p, 1, 64, 28, 64, 1, 1, true, 0, "Conv + Add + Relu, a 1x1 stride 1 (the input its own columns)");
     conv_add_relu_case(p, 1, 3, 6, 4, 1, 3, false, 0, "Conv + Add + Relu, training forward, one thread");
