@@ -1549,6 +1549,7 @@ typedef struct packed_job {
     const float *x, *wp, *b;
     float *y, *ws;
     const ts_conv_tail *tail;
+    bool relu_over; /* the tail a Relu alone, over y (the stem's) */
     int64_t slots;
 } packed_job;
 
@@ -1647,11 +1648,16 @@ static void packed_slices(void *vj, int64_t s0, int64_t s1) {
             for (int64_t oc = 0; oc < OC; oc++) {
                 float bv = j->b ? j->b[oc] : 0.0f, *yo = j->y + (n * OC + oc) * P + p0;
                 const float *m = mm + oc * PK_NT;
-                if (cnt == PK_NT)
+                if (cnt == PK_NT && j->relu_over) /* the Relu alone, over the output: written once */
+                    for (int t = 0; t < PK_NT; t++) {
+                        float v = m[t] + bv;
+                        yo[t] = v < 0.0f ? 0.0f : v;
+                    }
+                else if (cnt == PK_NT)
                     for (int t = 0; t < PK_NT; t++) yo[t] = m[t] + bv;
                 else
                     for (int64_t t = 0; t < cnt; t++) yo[t] = m[t] + bv;
-                if (j->tail) tail_apply(j->tail, j->y, yo - j->y, cnt);
+                if (j->tail && !(cnt == PK_NT && j->relu_over)) tail_apply(j->tail, j->y, yo - j->y, cnt);
             }
         }
     }
@@ -1669,6 +1675,7 @@ static void conv_fwd_packed(ts_pool *p, float *ws, float *y, const float *x, con
     }
     packed_job j = {.g = g, .x = x, .wp = cache + WINO_HEAD, .b = b, .y = y, .ws = ws, .tail = tail_of(tail),
                     .slots = macs < CONV_PAR_MACS ? 1 : packed_slots(g, ts_pool_threads(p))};
+    j.relu_over = j.tail && !j.tail->res && j.tail->relu == y;
     ts_pool_for(p, j.slots, 1, packed_slices, &j);
 }
 
