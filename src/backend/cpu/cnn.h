@@ -48,11 +48,14 @@ void ts_conv2d_forward(ts_pool *p, float *ws, float *y, const float *x, const fl
 /* The forward pass of an inference model: a 3x3 convolution with stride 1,
  * dilation 1, one group and enough work through Winograd's F(m x m, 3x3)
  * (ts_conv2d_winograd_tile says m: 4, 2, or 0 for none), 4 or 2.25 times
- * fewer multiply-adds; any other as ts_conv2d_forward but with the bias
- * written before the product adds to it (the outputs differ from
- * ts_conv2d_forward's by rounding).
+ * fewer multiply-adds; with a cache, one of few taps a position (C*KH*KW
+ * at most 160, at least 1024 output positions: a 7x7 stem) packed straight
+ * from the input into register blocks, without im2col; any other as
+ * ts_conv2d_forward but with the bias written before the product adds to
+ * it (the outputs differ from ts_conv2d_forward's by rounding).
  * cache (NULL: none): ts_conv2d_cache_floats floats, zeroed before the
- * first call, that keep the weights in Winograd's domain from call to
+ * first call, that keep the weights in Winograd's domain (or the packed
+ * blocks' layout) from call to
  * call: made again whenever `key` differs from the call that made them, so
  * the caller gives a key that changes whenever w's values may have (an
  * inference model: the graph's values_gen). Kept, they pay with fewer
