@@ -82,19 +82,76 @@ static void conv_relu_case(ts_pool *p, int64_t N, int64_t C, int64_t HW, int64_t
     for (int c = 0; c < 3; c++) {
         float *y = c == 0 ? y0 : y1;
         for (int64_t i = 0; i < ny; i++) y1[i] = r1[i] = NAN;
-        if (infer) ts_conv2d_infer(p, ws, y, x, w, b, &g, cache, 1, outs[c]);
-        else ts_conv2d_forward(p, ws, y, x, w, b, &g, outs[c]);
+        ts_conv_tail t = {.relu = outs[c]};
+        if (infer) ts_conv2d_infer(p, ws, y, x, w, b, &g, cache, 1, &t);
+        else ts_conv2d_forward(p, ws, y, x, w, b, &g, &t);
     }
     int neg = 0;
     for (int64_t i = 0; i < ny; i++) neg += y0[i] < 0.0f, r0[i] = y0[i] < 0.0f ? 0.0f : y0[i];
     CHECK(neg > 0 && neg < ny, "%s: outputs of both signs (%d of %lld negative)", what, neg, (long long)ny);
     CHECK(memcmp(r0, y1, bytes) == 0, "%s, the Relu over the output: max(0, x) of the same floats, to the bit", what);
     for (int64_t i = 0; i < ny; i++) y1[i] = r1[i] = NAN;
-    if (infer) ts_conv2d_infer(p, ws, y1, x, w, b, &g, cache, 1, r1);
-    else ts_conv2d_forward(p, ws, y1, x, w, b, &g, r1);
+    ts_conv_tail t1 = {.relu = r1};
+    if (infer) ts_conv2d_infer(p, ws, y1, x, w, b, &g, cache, 1, &t1);
+    else ts_conv2d_forward(p, ws, y1, x, w, b, &g, &t1);
     CHECK(memcmp(y0, y1, bytes) == 0 && memcmp(r0, r1, bytes) == 0, "%s, the Relu apart: the convolution kept, the Relu's bits", what);
 done:
     free(x), free(w), free(b), free(y0), free(r0), free(y1), free(r1), free(ws), free(cache);
+}
+
+/* ---- a residual block's end in the output pass: Conv, Add(residual),
+ * Relu. The kernel with each placing of the three outputs the executor
+ * makes (each apart; the sum not kept; the Relu over the sum, over the
+ * residual, over the Conv's output; the sum over the residual and over the
+ * Conv's output), on the same paths as conv_relu_case, against the Conv
+ * alone, then a plain float add, then max(0, .): to the bit. */
+static void conv_add_relu_case(ts_pool *p, int64_t N, int64_t C, int64_t HW, int64_t OC, int64_t S, int64_t K, bool infer, int want_tile,
+                               const char *what) {
+    ts_conv_geom g = {.N = N, .C = C, .H = HW, .W = HW, .OC = OC, .KH = K, .KW = K, .SH = S, .SW = S, .PT = K / 2, .PL = K / 2, .DH = 1,
+                      .DW = 1, .groups = 1};
+    g.OH = g.OW = (HW + 2 * (K / 2) - K) / S + 1;
+    int tile = infer ? ts_conv2d_winograd_tile(&g, true) : 0;
+    CHECK(tile == want_tile, "%s: the path meant (Winograd tile %d, want %d)", what, tile, want_tile);
+    int64_t nx = N * C * HW * HW, nw = OC * C * K * K, ny = N * OC * g.OH * g.OW;
+    size_t bytes = (size_t)ny * sizeof(float), cf = infer ? ts_conv2d_cache_floats(&g) : 0;
+    float *x = malloc((size_t)nx * sizeof *x), *w = malloc((size_t)nw * sizeof *w), *b = malloc((size_t)OC * sizeof *b);
+    float *res = malloc(bytes), *y0 = malloc(bytes), *s0 = malloc(bytes), *r0 = malloc(bytes);
+    float *y = malloc(bytes), *sm = malloc(bytes), *r = malloc(bytes), *rs = malloc(bytes);
+    float *ws = malloc(ts_conv2d_workspace(&g, ts_pool_threads(p)) * sizeof *ws), *cache = cf ? calloc(cf, sizeof *cache) : NULL;
+    if (!x || !w || !b || !res || !y0 || !s0 || !r0 || !y || !sm || !r || !rs || !ws || (cf && !cache)) {
+        CHECK(0, "%s: out of memory", what);
+        goto done;
+    }
+    fill(x, nx, 41), fill(w, nw, 42), fill(b, OC, 43), fill(res, ny, 44);
+    for (int64_t i = 0; i < nw; i++) w[i] *= 0.2f;
+    if (infer) ts_conv2d_infer(p, ws, y0, x, w, b, &g, cache, 1, NULL);
+    else ts_conv2d_forward(p, ws, y0, x, w, b, &g, NULL);
+    int neg = 0;
+    for (int64_t i = 0; i < ny; i++) s0[i] = res[i] + y0[i], r0[i] = s0[i] < 0.0f ? 0.0f : s0[i], neg += s0[i] < 0.0f;
+    CHECK(neg > 0 && neg < ny, "%s: sums of both signs (%d of %lld negative)", what, neg, (long long)ny);
+    enum { APART, NO_SUM, RELU_OVER_SUM, RELU_OVER_RES, RELU_OVER_Y, SUM_OVER_RES, SUM_OVER_Y, PLACINGS };
+    static const char *const name[PLACINGS] = {"each apart", "the sum not kept", "the Relu over the sum", "the Relu over the residual",
+                                               "all over the Conv's output", "the sum over the residual", "the sum over the Conv's output"};
+    for (int c = 0; c < PLACINGS; c++) {
+        memcpy(rs, res, bytes);
+        for (int64_t i = 0; i < ny; i++) y[i] = sm[i] = r[i] = NAN;
+        ts_conv_tail t = {.res = rs, .sum = sm, .relu = r};
+        float *yo = y, *want_y = y0;
+        if (c == NO_SUM) t.sum = NULL;
+        if (c == RELU_OVER_SUM) t.relu = sm;
+        if (c == RELU_OVER_RES) t.sum = NULL, t.relu = rs;
+        if (c == RELU_OVER_Y) t.sum = NULL, t.relu = y, want_y = r0;
+        if (c == SUM_OVER_RES) t.sum = rs;
+        if (c == SUM_OVER_Y) t.sum = y, want_y = s0;
+        if (infer) ts_conv2d_infer(p, ws, yo, x, w, b, &g, cache, 1, &t);
+        else ts_conv2d_forward(p, ws, yo, x, w, b, &g, &t);
+        bool ok = memcmp(yo, want_y, bytes) == 0 && memcmp(t.relu, r0, bytes) == 0;
+        if (t.sum && t.sum != t.relu) ok = ok && memcmp(t.sum, s0, bytes) == 0;
+        if (t.sum != rs && t.relu != rs) ok = ok && memcmp(rs, res, bytes) == 0;
+        CHECK(ok, "%s, %s: the Conv's, the Add's and the Relu's bits", what, name[c]);
+    }
+done:
+    free(x), free(w), free(b), free(res), free(y0), free(s0), free(r0), free(y), free(sm), free(r), free(rs), free(ws), free(cache);
 }
 
 /* ---- the model: two Conv + Relu (the executor fuses them) against the
@@ -112,7 +169,7 @@ static ts_tensor *cparam(ts_graph *g, const char *name, int nd, const int64_t *s
     ts_tensor *t = ts_param(g, name, nd, shape);
     int64_t n = 1;
     for (int d = 0; d < nd; d++) n *= shape[d];
-    float v[CO * CO * 9];
+    float v[16 * 16 * 9]; /* the largest: 16 channels in and out */
     fill(v, n, name_seed(name));
     for (int64_t k = 0; k < n; k++) v[k] *= 0.4f;
     ts_array a = ts_array_f32(v, nd, shape);
@@ -201,6 +258,116 @@ done:
     for (int k = 0; k < 2; k++) ts_model_free(inf[k]), ts_model_free(tr[k]), ts_graph_free(g[k]);
 }
 
+/* ---- the model: two residual blocks, each ending Conv, Add, Relu (the
+ * executor fuses them: the first block's Add takes its Conv first, the
+ * second's, with a strided 1x1 shortcut made last, the Conv second),
+ * against the same graph with a Scale by 1 between each such Conv and its
+ * Add (not fused). Inference: the same logits to the bit, unobserved (the
+ * sums written in place) and with the first block's Conv and Add anchored
+ * (each keeps its own value: the Add's is the Conv's plus the residual, to
+ * the bit, the Relu's max(0, .) of it); training: the same losses and
+ * weight gradients, to the bit, over SGD steps. */
+enum { RO = 12 };
+
+static ts_graph *resnet(bool apart, ts_tensor **loss, ts_tensor **out) {
+    ts_graph *g = ts_graph_new(9);
+    ts_tensor *x = ts_input(g, "x", TS_F32, 4, (int64_t[]){CB, CC, CHW, CHW});
+    ts_tensor *y = ts_input(g, "labels", TS_I32, 1, (int64_t[]){CB});
+    ts_conv2d_params pad = {.pad_top = 1, .pad_bottom = 1, .pad_left = 1, .pad_right = 1}, s2 = pad, one = {.stride_h = 2, .stride_w = 2};
+    s2.stride_h = s2.stride_w = 2;
+    ts_tensor *h = ts_relu(g, ts_conv2d(g, x, cparam(g, "c1.weight", 4, (int64_t[]){CO, CC, 3, 3}), cparam(g, "c1.bias", 1, (int64_t[]){CO}), &pad));
+    ts_tensor_set_name(h, "h0");
+    ts_tensor *t = ts_relu(g, ts_conv2d(g, h, cparam(g, "c2.weight", 4, (int64_t[]){CO, CO, 3, 3}), cparam(g, "c2.bias", 1, (int64_t[]){CO}), &pad));
+    t = ts_conv2d(g, t, cparam(g, "c3.weight", 4, (int64_t[]){CO, CO, 3, 3}), cparam(g, "c3.bias", 1, (int64_t[]){CO}), &pad);
+    ts_tensor_set_name(t, "c3");
+    t = ts_add(g, apart ? ts_scale(g, t, 1.0f) : t, h); /* the Conv first */
+    ts_tensor_set_name(t, "a1");
+    h = ts_relu(g, t);
+    ts_tensor_set_name(h, "r1");
+    t = ts_relu(g, ts_conv2d(g, h, cparam(g, "c4.weight", 4, (int64_t[]){RO, CO, 3, 3}), cparam(g, "c4.bias", 1, (int64_t[]){RO}), &s2));
+    t = ts_conv2d(g, t, cparam(g, "c5.weight", 4, (int64_t[]){RO, RO, 3, 3}), cparam(g, "c5.bias", 1, (int64_t[]){RO}), &pad);
+    ts_tensor *sc = ts_conv2d(g, h, cparam(g, "sc.weight", 4, (int64_t[]){RO, CO, 1, 1}), cparam(g, "sc.bias", 1, (int64_t[]){RO}), &one);
+    h = ts_relu(g, ts_add(g, t, apart ? ts_scale(g, sc, 1.0f) : sc)); /* the shortcut's Conv second */
+    h = ts_flatten(g, ts_global_avg_pool2d(g, h), 1);
+    h = ts_add(g, ts_matmul_t(g, h, cparam(g, "fc.weight", 2, (int64_t[]){CK, RO})), cparam(g, "fc.bias", 1, (int64_t[]){CK}));
+    *out = h;
+    ts_tensor_set_name(h, "logits");
+    *loss = ts_nll_loss(g, ts_log_softmax(g, h, 1), y);
+    ts_tensor_set_name(*loss, "loss");
+    return g;
+}
+
+static void conv_add_relu_models(void) {
+    fill(cxs, CB * CC * CHW * CHW, 51);
+    for (int i = 0; i < CB; i++) cys[i] = (i + 1) % CK;
+    ts_tensor *loss[3], *out[3];
+    ts_graph *g[3] = {resnet(false, &loss[0], &out[0]), resnet(false, &loss[1], &out[1]), resnet(true, &loss[2], &out[2])};
+    ts_model *inf[3] = {NULL, NULL, NULL}, *tr[3] = {NULL, NULL, NULL};
+    static const char *const what[3] = {"fused", "fused, anchored", "Scale between"};
+    for (int k = 0; k < 3; k++) {
+        ts_options *o = ts_options_new();
+        ts_options_set_threads(o, 2);
+        if (k == 1) {
+            ts_options_anchor(o, "c3", "c3", TS_OUTPUT_FINAL, 0);
+            ts_options_anchor(o, "a1", "a1", TS_OUTPUT_FINAL, 0);
+            ts_options_anchor(o, "r1", "r1", TS_OUTPUT_FINAL, 0);
+            ts_options_anchor(o, "h0", "h0", TS_OUTPUT_FINAL, 0);
+        }
+        ts_status st = ts_model_inference(&inf[k], g[k], &out[k], 1, o);
+        if (!st) st = ts_model_compile(inf[k]);
+        if (!st) st = cnn_run(inf[k]);
+        CHECK_OK(st, "an inference model run (%s)", what[k]);
+        ts_options_free(o);
+        o = ts_options_new(); /* training: the Add and the Relu observed (anchored), the Conv not, in the second */
+        ts_options_set_threads(o, 2);
+        ts_options_anchor(o, "loss", "loss", TS_OUTPUT_ALL, 0);
+        ts_options_anchor(o, "dw3", "Gradient___c3.weight", TS_OUTPUT_FINAL, 0);
+        ts_options_anchor(o, "dw5", "Gradient___c5.weight", TS_OUTPUT_FINAL, 0);
+        ts_options_anchor(o, "dsc", "Gradient___sc.weight", TS_OUTPUT_FINAL, 0);
+        if (k > 0) {
+            ts_options_anchor(o, "a1", "a1", TS_OUTPUT_FINAL, 0);
+            ts_options_anchor(o, "r1", "r1", TS_OUTPUT_FINAL, 0);
+        }
+        st = ts_model_training(&tr[k], g[k], loss[k], o, ts_sgd(0.1f, 0.0f, 0.0f));
+        if (!st) st = ts_model_compile(tr[k]);
+        CHECK_OK(st, "a training model (%s)", what[k]);
+        ts_options_free(o);
+    }
+    for (int k = 0; k < 3; k++)
+        if (!inf[k] || !tr[k]) goto done;
+    CHECK(same_anchor(inf[0], inf[2], "logits", CB * CK) && same_anchor(inf[1], inf[2], "logits", CB * CK),
+          "residual blocks, inference: the logits, the same bits (in place and anchored)");
+    ts_array c3, a1, r1, h0;
+    int64_t n = CB * CO * CHW * CHW;
+    if (!ts_model_anchored(inf[1], "c3", &c3) && !ts_model_anchored(inf[1], "a1", &a1) && !ts_model_anchored(inf[1], "r1", &r1) &&
+        !ts_model_anchored(inf[1], "h0", &h0)) {
+        int neg = 0, off = 0, moved = 0;
+        for (int64_t i = 0; i < n; i++) {
+            float c = ((const float *)c3.data)[i], a = ((const float *)a1.data)[i], r = ((const float *)r1.data)[i];
+            float h = ((const float *)h0.data)[i], sum = c + h, want = a < 0.0f ? 0.0f : a;
+            neg += c < 0.0f, moved += h != 0.0f;
+            off += memcmp(&a, &sum, sizeof a) != 0 || memcmp(&r, &want, sizeof r) != 0;
+        }
+        CHECK(neg > 0 && moved > 0 && off == 0,
+              "the anchored Conv keeps its own value (%d negative), the Add's is it plus the residual, the Relu's max(0, .) of that (%d off)",
+              neg, off);
+    } else
+        CHECK(0, "c3, a1, r1 and h0 anchored");
+    int64_t nw[3] = {CO * CO * 9, RO * RO * 9, RO * CO};
+    for (int s = 0; s < CSTEPS; s++) {
+        for (int k = 0; k < 3; k++) CHECK_OK(cnn_run(tr[k]), "residual blocks, training step %d (%s)", s + 1, what[k]);
+        for (int k = 0; k < 2; k++) {
+            CHECK(same_anchor(tr[k], tr[2], "loss", 1), "residual blocks, training step %d (%s): the same loss, to the bit", s + 1, what[k]);
+            CHECK(same_anchor(tr[k], tr[2], "dw3", nw[0]) && same_anchor(tr[k], tr[2], "dw5", nw[1]) && same_anchor(tr[k], tr[2], "dsc", nw[2]),
+                  "residual blocks, training step %d (%s): the Convs' weight gradients, to the bit", s + 1, what[k]);
+        }
+        CHECK(same_anchor(tr[1], tr[2], "a1", n) && same_anchor(tr[1], tr[2], "r1", n),
+              "residual blocks, training step %d: the anchored Add and Relu, to the bit", s + 1);
+    }
+done:
+    for (int k = 0; k < 3; k++) ts_model_free(inf[k]), ts_model_free(tr[k]), ts_graph_free(g[k]);
+}
+
 enum { BATCH = 96, IN = 40, HID = 72, OUT = 6, STEPS = 3 };
 
 static float xs[BATCH * IN];
@@ -286,13 +453,28 @@ int main(void) {
     conv_relu_case(p, 1, 32, 30, 32, 1, true, 4, "Winograd F(4x4), 30x30 (a vector block's last 30 outputs)");
     conv_relu_case(p, 1, 128, 7, 256, 1, true, 2, "Winograd F(2x2), a 7x7 plane, by output channels");
     conv_relu_case(p, 2, 64, 13, 64, 1, true, 4, "Winograd, 13x13 planes (partial blocks)");
+    conv_relu_case(p, 1, 4, 80, 8, 1, true, 0, "a 3x3 over 4 channels packed from the input (too little work for Winograd)");
     conv_relu_case(p, 1, 16, 20, 32, 2, true, 0, "im2col, bias first, stride 2, threads sharing a sample");
     conv_relu_case(p, 4, 16, 20, 32, 2, true, 0, "im2col, bias first, stride 2, threads by samples");
     conv_relu_case(p, 1, 3, 6, 4, 1, false, 0, "im2col, bias after, one thread");
     conv_relu_case(p, 1, 16, 24, 32, 1, false, 0, "im2col, bias after, threads sharing a sample");
     conv_relu_case(p, 4, 8, 16, 16, 1, false, 0, "im2col, bias after, threads by samples");
+    conv_add_relu_case(p, 1, 32, 28, 32, 1, 3, true, 4, "Conv + Add + Relu, Winograd F(4x4), by tile rows");
+    conv_add_relu_case(p, 1, 64, 56, 64, 1, 3, true, 4, "Conv + Add + Relu, Winograd F(4x4), 56x56 (vector blocks)");
+    conv_add_relu_case(p, 1, 32, 30, 32, 1, 3, true, 4, "Conv + Add + Relu, Winograd F(4x4), 30x30 (a vector block cut)");
+    conv_add_relu_case(p, 1, 128, 7, 256, 1, 3, true, 2, "Conv + Add + Relu, Winograd F(2x2), 7x7, by output channels");
+    conv_add_relu_case(p, 2, 64, 13, 64, 1, 3, true, 4, "Conv + Add + Relu, Winograd, 13x13 planes (partial blocks)");
+    conv_add_relu_case(p, 1, 16, 20, 32, 2, 3, true, 0, "Conv + Add + Relu, im2col, stride 2, threads sharing a sample");
+    conv_add_relu_case(p, 4, 16, 20, 32, 2, 3, true, 0, "Conv + Add + Relu, im2col, stride 2, threads by samples");
+    conv_add_relu_case(p, 1, 3, 64, 16, 2, 7, true, 0, "Conv + Add + Relu, a 7x7 stride 2 packed from the input (the stem's path)");
+    conv_add_relu_case(p, 1, 64, 28, 128, 2, 1, true, 0, "Conv + Add + Relu, a 1x1 stride 2 (a residual block's shortcut)");
+    conv_add_relu_case(p, 1, 64, 28, 64, 1, 1, true, 0, "Conv + Add + Relu, a 1x1 stride 1 (the input its own columns)");
+    conv_add_relu_case(p, 1, 3, 6, 4, 1, 3, false, 0, "Conv + Add + Relu, training forward, one thread");
+    conv_add_relu_case(p, 1, 16, 24, 32, 1, 3, false, 0, "Conv + Add + Relu, training forward, threads sharing a sample");
+    conv_add_relu_case(p, 4, 8, 16, 16, 1, 3, false, 0, "Conv + Add + Relu, training forward, threads by samples");
     ts_pool_free(p);
     conv_relu_models();
+    conv_add_relu_models();
 
     fill(xs, BATCH * IN, 11);
     for (int i = 0; i < BATCH; i++) ys[i] = (int32_t)((unsigned)(i * 7 + 3) % OUT);

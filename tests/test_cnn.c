@@ -221,12 +221,69 @@ static void infer_threads_case(ts_pool *const pools[3], int64_t N, int64_t C, in
     free(x), free(w), free(b), free(y[0]), free(y[1]), free(y[2]);
 }
 
+/* The inference forward of a convolution of few taps with its weights
+ * kept (the stem's 7x7 stride 2; the panels gathered from the input, no
+ * im2col): against the direct loop within the dot product's bound (K + 2
+ * eps), the same bits on 1, 2 and 3 threads, new weights under a new key
+ * packed again, and under the same key the kept ones used. Panels across
+ * output rows, a partial last panel, output channels not a multiple of
+ * the register block's, several samples. */
+static void packed_case(ts_pool *const pools[3], int64_t N, int64_t C, int64_t H, int64_t W, int64_t OC, int64_t K, int64_t S, int64_t P,
+                        const char *what)
+{
+    ts_conv_geom g = {.N = N, .C = C, .H = H, .W = W, .OC = OC, .KH = K, .KW = K, .SH = S, .SW = S, .PT = P, .PL = P, .PB = P, .PR = P,
+                      .DH = 1, .DW = 1, .groups = 1};
+    g.OH = osize(H, P, P, K, 1, S);
+    g.OW = osize(W, P, P, K, 1, S);
+    ts_conv_geom shapes = {.N = N, .C = C, .H = H, .W = W, .OC = OC, .OH = g.OH, .OW = g.OW, .KH = K, .KW = K, .groups = 1};
+    int64_t nx = N * C * H * W, nw = OC * C * K * K, ny = N * OC * g.OH * g.OW, bad = 0;
+    size_t kept = ts_conv2d_cache_floats(&g), bytes = sizeof(float) * (size_t)ny;
+    float *x = rand_buf(nx), *w = rand_buf(nw), *w2 = rand_buf(nw), *b = rand_buf(OC), *y0 = malloc(bytes), *bound = malloc(bytes);
+    float *ax = malloc(sizeof(float) * (size_t)nx), *aw = malloc(sizeof(float) * (size_t)nw), *ab = malloc(sizeof(float) * (size_t)OC);
+    float *y[3] = {0}, *y2 = malloc(bytes), *y3 = malloc(bytes);
+    bool ok = x && w && w2 && b && y0 && bound && ax && aw && ab && y2 && y3 && kept > 0 && !ts_conv2d_winograd_tile(&g, true), same = true,
+         repacked = true, reused = true;
+    double worst = 0;
+    for (int64_t i = 0; ok && i < nx; i++) ax[i] = fabsf(x[i]);
+    for (int64_t i = 0; ok && i < nw; i++) aw[i] = fabsf(w[i]);
+    for (int64_t i = 0; ok && i < OC; i++) ab[i] = fabsf(b[i]);
+    if (ok) ts_conv2d_naive_forward(y0, x, w, b, &g), ts_conv2d_naive_forward(bound, ax, aw, ab, &g);
+    for (int t = 0; t < 3 && ok; t++) {
+        float *ws = malloc(sizeof(float) * ts_conv2d_workspace(&shapes, ts_pool_threads(pools[t]))), *cache = calloc(kept, sizeof(float));
+        y[t] = malloc(bytes);
+        ok = ws && cache && y[t];
+        if (ok) {
+            ts_conv2d_infer(pools[t], ws, y[t], x, w, b, &g, cache, 1, NULL);
+            ts_conv2d_infer(pools[t], ws, y2, x, w2, b, &g, cache, 2, NULL); /* new weights, new key */
+            ts_conv2d_infer(pools[t], ws, y3, x, w, b, &g, cache, 2, NULL);  /* the first back, the same key: the kept ones */
+            repacked = repacked && memcmp(y2, y[t], bytes) != 0;
+            reused = reused && memcmp(y3, y2, bytes) == 0;
+        }
+        if (ok && t) same = same && memcmp(y[t], y[0], bytes) == 0;
+        free(ws), free(cache);
+    }
+    for (int64_t i = 0; ok && i < ny; i++) {
+        double d = fabs((double)y[0][i] - y0[i]), e = FLT_EPSILON * bound[i] + 1e-30;
+        bad += !(d <= (double)(C * K * K + 2) * e);
+        worst = fmax(worst, d / e);
+    }
+    CHECK(ok && bad == 0 && same && repacked && reused,
+          "conv2d inference, packed from the input (%s): weights kept (%zu floats), %lld outputs off (worst %.1f eps of the bound), the same "
+          "bits on 1, 2, 3 threads: %s, new weights under a new key packed again: %s, the same key keeps them: %s",
+          what, kept, (long long)bad, worst, same ? "yes" : "no", repacked ? "yes" : "no", reused ? "yes" : "no");
+    free(x), free(w), free(w2), free(b), free(y0), free(bound), free(ax), free(aw), free(ab), free(y[0]), free(y[1]), free(y[2]), free(y2), free(y3);
+}
+
 static void infer_oracles(void)
 {
     ts_pool *pool = NULL, *pool3 = NULL;
     CHECK_OK(ts_pool_new(&pool, 2), "a pool of 2 threads");
     CHECK_OK(ts_pool_new(&pool3, 3), "a pool of 3 threads");
     ts_pool *const pools[3] = {NULL, pool, pool3};
+    packed_case(pools, 1, 3, 64, 64, 16, 7, 2, 3, "the stem's 7x7 stride 2, 32x32 outputs");
+    packed_case(pools, 2, 3, 67, 61, 10, 7, 2, 3, "7x7 stride 2, two samples of 34x31 outputs, 10 channels");
+    packed_case(pools, 1, 64, 90, 90, 24, 1, 2, 0, "a 1x1 stride 2, 45x45 outputs");
+    packed_case(pools, 1, 4, 40, 40, 8, 3, 1, 1, "a 3x3 too small for Winograd");
     infer_threads_case(pools, 1, 16, 60, 70, 24, false); /* rows of 18 tiles: whole vector blocks, 15 tile rows split 7/8, 5/5/5 */
     infer_threads_case(pools, 2, 32, 28, 28, 40, true);  /* 14 tile rows of 7 tiles over two samples */
     infer_threads_case(pools, 1, 64, 14, 14, 100, true); /* 16 tiles, 100 channels: split by output channels (54 + 46, 36 + 36 + 28) */

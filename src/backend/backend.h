@@ -99,6 +99,14 @@ typedef struct ts_kctx {
      * kernel). */
     const ts_tensor *act;
     float *act_out;
+    /* Conv forward whose row fuses_add_relu: the residual Add and the Relu
+     * that follow it, done in the convolution's output pass (exec.c's
+     * add_relu_fusable): residual_out = out + residual (the Add's other
+     * input, of out's shape; NULL: the sum not kept), relu_out = max(0,
+     * that sum), as the Add and the Relu compute them. NULL residual: none
+     * (the executor sets them, and skips both kernels). */
+    const float *residual;
+    float *residual_out;
 } ts_kctx;
 
 typedef void (*ts_kernel_fn)(const ts_kctx *k);
@@ -134,6 +142,10 @@ typedef struct ts_kernel_row {
      * may hand it the op of ew_math.h's unary family that follows it
      * (exec.c's unary_fusable) */
     bool fuses_unary;
+    /* the forward honours kctx.residual and residual_out (Conv): the
+     * executor may hand it the residual Add and the Relu that follow it
+     * (exec.c's add_relu_fusable) */
+    bool fuses_add_relu;
 } ts_kernel_row;
 
 /* A point on a stream, for timing kernels: ns once complete (the CPU's

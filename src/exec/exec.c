@@ -293,6 +293,88 @@ static bool unary_fusable(const ts_run *run, int k, int64_t mb, const ts_kctx *c
     return ts_ewu_kind(t) != TS_EWU_NONE && pass_fusable(run, k, next_fusable(run, k, t->op, 1), mb, ck, rc);
 }
 
+/* The Add after order[k] (its value at the Add's input *j, the other
+ * being any other value) that an output pass may take over: as
+ * next_fusable, either way round (an Add's sum is the same bits either
+ * way); else -1. */
+static int next_add_of(const ts_run *run, int k, int *j) {
+    const ts_prog *p = run->prog;
+    int a = next_fusable(run, k, TS_OP_ADD, 2);
+    *j = 0;
+    if (a >= 0 || k + 1 >= p->n_order) return a;
+    int i = p->order[k];
+    a = p->order[k + 1];
+    const ts_tensor *t = run->g->t[a];
+    if (t->op != TS_OP_ADD || t->n_in != 2 || t->in[1] != i || t->in[0] == i || !ts_in_stage(run, a) || (p->skip && p->skip[a]) ||
+        ts_dtype_is_half(run->g->t[i]->grid) || ts_dtype_is_half(t->grid))
+        return -1;
+    *j = 1;
+    return a;
+}
+
+/* Whether output `o` (n floats) of a fused output pass may be where it is:
+ * apart from what the Conv reads (ck's inputs), and from each earlier value
+ * of the pass (`prev`, of the entries `ent`, n floats each) unless it is
+ * that one exactly (in place), which only an unobserved value may be. */
+static bool pass_output_ok(const ts_run *run, const ts_kctx *ck, const float *o, int64_t n, const float *const *prev, const int *ent,
+                           int n_prev) {
+    for (int j = 0; j < ck->n_in; j++)
+        if (overlaps(o, n, ck->in[j], ts_shape_numel(&ck->in_shape[j]))) return false;
+    for (int q = 0; q < n_prev; q++) {
+        if (o == prev[q] && run->prog->entries[ent[q]].observed) return false;
+        if (o != prev[q] && overlaps(o, n, prev[q], n)) return false;
+    }
+    return true;
+}
+
+/* A residual block's end done in a Conv's output pass, as relu_fusable
+ * does a Relu alone: node order[k] a Conv whose row fuses_add_relu (kc its
+ * arguments), the next node an Add of it and another value of the same
+ * shape (the residual, either input), the node after a Relu of that Add,
+ * float32 all. Then kc's residual, residual_out and relu_out are set: the
+ * Conv's kernel writes the sum and the Relu's output (the same floats added
+ * in the same pass: the Add's and the Relu's bits) and both kernels are
+ * skipped, their observers run as ever. The sum is not kept where the
+ * Relu alone reads it (product_unread: an inference model's plan may
+ * have given its memory to the Conv's input), nor the Conv's value where
+ * the Add alone reads it: the kernel then writes the Relu's output alone,
+ * in place. An output kept may be in place over an earlier value of the
+ * pass (the Conv's, the residual, the sum) where that one is unobserved
+ * (the pass writes each after reading it); otherwise it keeps its own
+ * memory, and none overlaps what the Conv reads (the residual too stays
+ * apart from the Conv's output). Training too: the Relu's backward reads
+ * its output, the Add's nothing, the Conv's its inputs. */
+static bool add_relu_fusable(const ts_run *run, int k, int64_t mb, ts_kctx *kc) {
+    const ts_prog *p = run->prog;
+    int i = p->order[k], j, a = next_add_of(run, k, &j);
+    if (a < 0 || kc->out_dtype != TS_F32 || !kc->out || !kc->in[0] || !kc->in[1]) return false;
+    int r = next_fusable(run, k + 1, TS_OP_RELU, 1);
+    if (r < 0) return false;
+    for (int q = 0; q < kc->n_in; q++)
+        if (kc->in_dtype[q] != TS_F32) return false;
+    ts_kctx ac = make_ctx(run, a, mb), rc = make_ctx(run, r, mb);
+    const ts_shape *sh = &kc->out_shape;
+    int o = 1 - j, res_node = run->g->t[a]->in[o];
+    int64_t n = ts_shape_numel(sh);
+    if (!ts_shape_equal(&ac.in_shape[0], sh) || !ts_shape_equal(&ac.in_shape[1], sh) || !ts_shape_equal(&ac.out_shape, sh) ||
+        ac.out_dtype != TS_F32 || ac.in_dtype[o] != TS_F32 || !ac.in[o] || !ac.out || ts_shape_numel(&rc.out_shape) != n ||
+        rc.out_dtype != TS_F32 || rc.in_dtype[0] != TS_F32 || !rc.out)
+        return false;
+    const float *res = ac.in[o];
+    float *sum = rc.out == ac.out || !product_unread(run, a) ? ac.out : NULL;
+    const float *prev[3] = {kc->out, res, sum};
+    int ent[3] = {p->value_entry[i], p->value_entry[res_node], p->value_entry[a]};
+    if (overlaps(res, n, kc->out, n) || (sum && !pass_output_ok(run, kc, sum, n, prev, ent, 2)) ||
+        !pass_output_ok(run, kc, rc.out, n, prev, ent, sum ? 3 : 2))
+        return false;
+    kc->residual = res, kc->residual_out = sum, kc->relu_out = rc.out;
+    if (kc->out != rc.out && kc->out != sum && product_unread(run, i)) { /* the Conv's value read by the Add alone: in place under them */
+        if (rc.out != res) kc->out = rc.out;
+        else if (sum && sum != res) kc->out = sum;
+    }
+    return true;
+}
+
 static ts_status check_computed_indices(const ts_run *run, const ts_kctx *k);
 
 static ts_status forward(ts_run *run, int64_t mb) {
@@ -301,7 +383,7 @@ static ts_status forward(ts_run *run, int64_t mb) {
     bool tr = ts_trace_live();
     uint64_t tf = tr ? ts_now_ns() : 0;
     if (p->n_fusions) choose_fusions(run);
-    int fused = -1; /* the Add (Relu, Gelu, ...) whose kernel the node before it ran */
+    int fused = -1, fused2 = -1; /* the Add (Relu, Gelu, ...; a residual Add and its Relu) whose kernels the node before them ran */
     for (int k = 0; k < p->n_order; k++) {
         int i = p->order[k];
         const ts_tensor *t = g->t[i];
@@ -316,6 +398,8 @@ static ts_status forward(ts_run *run, int64_t mb) {
             kc.bias = ac.in[1], kc.bias_out = ac.out;
             if (kc.out != ac.out && product_unread(run, i)) kc.out = ac.out;
             fused = p->order[k + 1];
+        } else if (run->dev.backend->kernels[t->op].fuses_add_relu && add_relu_fusable(run, k, mb, &kc)) {
+            fused = p->order[k + 1], fused2 = p->order[k + 2];
         } else if (run->dev.backend->kernels[t->op].fuses_relu && relu_fusable(run, k, mb, &kc, &ac)) {
             kc.relu_out = ac.out;
             if (kc.out != ac.out && product_unread(run, i)) kc.out = ac.out;
@@ -329,7 +413,7 @@ static ts_status forward(ts_run *run, int64_t mb) {
         ts_status st = check_computed_indices(run, &kc);
         if (!st) st = ts_op_chain_run(run->chain.before, run->chain.n_before, run, &call);
         if (st) return st;
-        if (i != fused) run->dev.backend->kernels[t->op].forward(&kc); /* the bias Add (Relu, ...): done by the node before it */
+        if (i != fused && i != fused2) run->dev.backend->kernels[t->op].forward(&kc); /* the bias Add (Relu, ...; Add and Relu): done by the node before it */
         st = ts_op_chain_run(run->chain.after, run->chain.n_after, run, &call);
         if (st) return st;
     }

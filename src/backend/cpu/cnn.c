@@ -176,7 +176,7 @@ typedef struct conv_job {
     bool shared; /* fewer samples than threads: the threads share each sample (forward) */
     bool bias_first; /* inference: the bias fills the output and the product adds to it */
     bool accumulate; /* the product adds to the output (the input gradient as a convolution: dx +=) */
-    float *relu;     /* also max(0, y) here, in the output pass (a Relu that follows: ts_kctx.relu_out; may be y), else NULL */
+    const ts_conv_tail *tail; /* the fused Add and Relu that follow it, in the output pass (ts_conv_tail), else NULL */
 } conv_job;
 
 /* r[i] = max(0, y[i]) for i in [0, n) as the Relu computes it
@@ -192,6 +192,32 @@ static inline void relu_into(float *r, float *y, int64_t n) {
     }
     for (int64_t i = 0; i < n; i++) y[i] = y[i] < 0.0f ? 0.0f : y[i];
 }
+
+/* The tail t over outputs [o, o + n) of y, which holds conv + b there: the
+ * residual's sum, as the Add computes it, then the Relu (the outputs may
+ * be the same memory: ts_conv_tail, in order, element by element). */
+static void tail_apply(const ts_conv_tail *t, float *y, int64_t o, int64_t n) {
+    const float *res = t->res ? t->res + o : NULL;
+    float *yo = y + o, *sum = t->sum ? t->sum + o : NULL, *relu = t->relu ? t->relu + o : NULL;
+    if (!res) {
+        if (relu) relu_into(relu, yo, n);
+        return;
+    }
+    if (sum) {
+        for (int64_t i = 0; i < n; i++) sum[i] = yo[i] + res[i];
+        if (relu) relu_into(relu, sum, n);
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        float v = yo[i] + res[i];
+        relu[i] = v < 0.0f ? 0.0f : v;
+    }
+}
+
+/* a tail that does something, else NULL; whether its outputs cover y's
+ * (then y need not be written where the tail's own pass writes them) */
+static const ts_conv_tail *tail_of(const ts_conv_tail *t) { return t && (t->relu || (t->res && (t->sum || t->relu))) ? t : NULL; }
+static bool tail_over(const ts_conv_tail *t, const float *y) { return t && ((t->res && t->sum == y) || t->relu == y); }
 
 /* below this many multiply-adds a convolution runs on the calling thread */
 #define CONV_PAR_MACS (256 * 1024)
@@ -244,7 +270,7 @@ static size_t shared_floats(const ts_conv_geom *g, int threads) {
 static size_t wino_floats(const ts_conv_geom *g, int threads);
 static int wino_m(const ts_conv_geom *g, bool kept);
 static void conv_fwd_winograd(ts_pool *p, float *ws, float *y, const float *x, const float *w, const float *b, const ts_conv_geom *g, int m,
-                              float *cache, uint64_t key, bool accumulate, float *relu);
+                              float *cache, uint64_t key, bool accumulate, const ts_conv_tail *tail);
 static void conv_dw_winograd(ts_pool *p, float *ws, float *dw, const float *dy, const float *x, const ts_conv_geom *g, int m);
 
 /* im2col's workspace: a slot per thread, or the shared forward's columns */
@@ -288,9 +314,12 @@ static size_t dgrad_floats(const ts_conv_geom *g, int threads) {
     return dgrad_w_floats(g) + (cols > wino ? cols : wino);
 }
 
+static size_t packed_floats(const ts_conv_geom *g, int threads);
+
 size_t ts_conv2d_workspace(const ts_conv_geom *g, int threads) {
-    size_t most = cols_floats(g, threads), wino = wino_floats(g, threads), dgrad = dgrad_floats(g, threads);
+    size_t most = cols_floats(g, threads), wino = wino_floats(g, threads), dgrad = dgrad_floats(g, threads), pk = packed_floats(g, threads);
     most = most > wino ? most : wino;
+    most = most > pk ? most : pk;
     return most > dgrad ? most : dgrad;
 }
 
@@ -343,10 +372,10 @@ static float bias_before(const conv_job *j, float *yn, int64_t OHW, int64_t oc0,
     return 1.0f;
 }
 
-/* ... and the Relu that follows it, over the same outputs */
+/* ... and the Add and Relu that follow it (the tail), over the same outputs */
 static void bias_after(const conv_job *j, float *yn, int64_t OHW, int64_t oc0, int64_t oc1, int64_t p0, int64_t p1) {
     if (!j->bias_first) add_bias(yn, j->b, OHW, oc0, oc1, p0, p1, false);
-    for (int64_t oc = oc0; j->relu && oc < oc1; oc++) relu_into(j->relu + (yn - j->y) + oc * OHW + p0, yn + oc * OHW + p0, p1 - p0);
+    for (int64_t oc = oc0; j->tail && oc < oc1; oc++) tail_apply(j->tail, j->y, (yn - j->y) + oc * OHW + p0, p1 - p0);
 }
 
 static void conv_fwd_slots(void *vj, int64_t begin, int64_t end) {
@@ -526,16 +555,16 @@ static conv_job conv_job_for(ts_pool *p, float *ws, const ts_conv_geom *g) {
 }
 
 static void conv_forward(ts_pool *p, float *ws, float *y, const float *x, const float *w, const float *b, const ts_conv_geom *g,
-                         bool bias_first, float *relu) {
+                         bool bias_first, const ts_conv_tail *tail) {
     conv_job j = conv_job_for(p, ws, g);
-    j.y = y, j.x = x, j.w = w, j.b = b, j.bias_first = bias_first, j.relu = relu;
+    j.y = y, j.x = x, j.w = w, j.b = b, j.bias_first = bias_first, j.tail = tail_of(tail);
     if (j.shared) conv_fwd_shared(p, &j);
     else ts_pool_for(p, j.slots, 1, conv_fwd_slots, &j);
 }
 
 void ts_conv2d_forward(ts_pool *p, float *ws, float *y, const float *x, const float *w, const float *b, const ts_conv_geom *g,
-                       float *relu) {
-    conv_forward(p, ws, y, x, w, b, g, false, relu);
+                       const ts_conv_tail *tail) {
+    conv_forward(p, ws, y, x, w, b, g, false, tail);
 }
 
 typedef struct dgrad_job {
@@ -703,7 +732,8 @@ typedef struct wino_job {
     float *pk;          /* WINO_NT tiles of one V[e] packed for the products */
     bool accumulate;    /* the outputs add to y (an input gradient: dx +=) */
     const float *dy;    /* the weight gradient's output gradient (y: its dw) */
-    float *relu;        /* also max(0, y) here, as the output transform writes y (conv_job.relu), else NULL */
+    const ts_conv_tail *tail; /* the fused Add and Relu, as the output transform writes y (conv_job.tail), else NULL */
+    bool y_over;        /* the tail's outputs cover y's: the vector rows skip writing y */
 } wino_job;
 
 /* tiles the products take at a time (wino_products): WINO_NT, the last
@@ -822,9 +852,12 @@ typedef struct wino_head {
 } wino_head;
 _Static_assert(sizeof(wino_head) <= WINO_HEAD * sizeof(float), "the cache's header fits its floats");
 
+static bool packed_conv(const ts_conv_geom *g);
+static size_t packed_w_floats(const ts_conv_geom *g);
+
 size_t ts_conv2d_cache_floats(const ts_conv_geom *g) {
     int m = conv_unit(g) ? wino_m(g, true) : 0;
-    return m ? WINO_HEAD + wino_u_floats(g, m) : 0;
+    return m ? WINO_HEAD + wino_u_floats(g, m) : packed_conv(g) ? WINO_HEAD + packed_w_floats(g) : 0;
 }
 
 /* The 1-D transforms, from s (stride ss) to d (stride ds):
@@ -1203,7 +1236,9 @@ static void wino_output(const wino_job *j, int64_t oc0, int64_t oc1) {
                     wino_f8 o4[4][4];
                     wino_out_block4(o4, src, T, bv);
                     for (int64_t i = 0; i < rows; i++) {
-                        float *yr = y + i * OW + t0 * m, *rr = j->relu ? j->relu + (yr - j->y) : NULL;
+                        float *yr = y + i * OW + t0 * m;
+                        const ts_conv_tail *tl = j->tail;
+                        int64_t off = yr - j->y;
                         if (cols == 32 && j->accumulate)
                             for (int q = 0; q < 4; q++) {
                                 wino_f8 old;
@@ -1212,15 +1247,22 @@ static void wino_output(const wino_job *j, int64_t oc0, int64_t oc1) {
                                 wino_st8(yr + 8 * q, &old);
                             }
                         else if (cols == 32)
-                            for (int q = 0; q < 4; q++) {
-                                if (rr != yr) wino_st8(yr + 8 * q, &o4[i][q]); /* the Relu over it: written once */
-                                if (rr) wino_relu8(&o4[i][q]), wino_st8(rr + 8 * q, &o4[i][q]);
+                            for (int q = 0; q < 4; q++) { /* the tail's outputs in registers: each written once */
+                                wino_f8 v = o4[i][q];
+                                if (!j->y_over) wino_st8(yr + 8 * q, &v);
+                                if (tl && tl->res) {
+                                    wino_f8 r;
+                                    wino_ld8(&r, tl->res + off + 8 * q);
+                                    v += r;
+                                    if (tl->sum && tl->sum != tl->relu) wino_st8(tl->sum + off + 8 * q, &v);
+                                }
+                                if (tl && tl->relu) wino_relu8(&v), wino_st8(tl->relu + off + 8 * q, &v);
                             }
                         else { /* the plane's last outputs */
                             float f[32];
                             memcpy(f, o4[i], sizeof f);
                             for (int64_t x = 0; x < cols; x++) yr[x] = j->accumulate ? yr[x] + f[x] : f[x];
-                            if (rr) relu_into(rr, yr, cols);
+                            if (tl) tail_apply(tl, j->y, off, cols);
                         }
                     }
                     continue;
@@ -1238,7 +1280,7 @@ static void wino_output(const wino_job *j, int64_t oc0, int64_t oc1) {
                     else /* the last, partial block (a small plane's only one): its first cols outputs */
                         for (int64_t k = 0, x = 0; k < n_t; k++)
                             for (int64_t q = 0; q < m && x < cols; q++, x++) yr[x] = j->accumulate ? yr[x] + o[i][q][k] : o[i][q][k];
-                    if (j->relu) relu_into(j->relu + (yr - j->y), yr, cols);
+                    if (j->tail) tail_apply(j->tail, j->y, yr - j->y, cols);
                 }
             }
         }
@@ -1284,9 +1326,9 @@ static void wino_slices(void *vf, int64_t s0, int64_t s1) {
 /* U made into the workspace (cache NULL), or kept in the cache and made
  * again when its key is not `key` */
 static void conv_fwd_winograd(ts_pool *p, float *ws, float *y, const float *x, const float *w, const float *b, const ts_conv_geom *g, int m,
-                              float *cache, uint64_t key, bool accumulate, float *relu) {
+                              float *cache, uint64_t key, bool accumulate, const ts_conv_tail *tail) {
     wino_job j = wino_job_for(g, m);
-    j.accumulate = accumulate, j.relu = relu;
+    j.accumulate = accumulate, j.tail = tail_of(tail), j.y_over = tail_over(j.tail, y);
     j.x = x, j.w = w, j.b = b, j.y = y, j.u = cache ? cache + WINO_HEAD : ws;
     wino_fwd f = {.j = &j, .pl = wino_plan_for(g, m, ts_pool_threads(p)), .ws = cache ? ws : ws + (wino_u_floats(g, m) + 15) / 16 * 16};
     wino_head h = {0};
@@ -1429,11 +1471,220 @@ static void conv_dw_winograd(ts_pool *p, float *ws, float *dw, const float *dy, 
     ts_pool_for(p, g->OC, grain_for(g->C * j.E * 4), wino_dw_out, &j);
 }
 
+/* ------------------------- conv2d: packed from the input, inference */
+
+/* A convolution of few taps a position (C*KH*KW at most PK_MAX_K: the 7x7
+ * stem's 147 over 3 channels) that Winograd does not take, with its weights
+ * kept (an inference model's): no im2col. Its columns went through memory
+ * twice, written by im2col (the stem's 1.8 M floats a sample, past L2) and
+ * copied again by OpenBLAS into its panels; here each block of PK_NT
+ * positions is gathered straight from the input into one panel [K, PK_NT]
+ * (in L1), and a register block of PK_MR output channels by PK_NT
+ * positions sums it over the K taps against the weights, kept in the cache
+ * in the blocks' layout ([K, PK_MR] a block, made again when the key
+ * changes). The bias and the tail follow per panel. The sums run in
+ * another order than OpenBLAS's: inference only (as Winograd). The threads
+ * split the panels. With AVX-512 the block is 8 channels by two vectors of
+ * 16 (16 sums in registers, each tap's two loads and 8 broadcasts serving
+ * 16 multiply-adds); else Winograd's (WINO_MR by WINO_NT). */
+#if defined(__AVX512F__)
+#define PK_VW 16
+#define PK_MR 8
+typedef float pk_vec __attribute__((vector_size(PK_VW * sizeof(float))));
+#define PK_SPLAT(x) ((pk_vec)_mm512_set1_ps(x))
+#define PK_FMA(a, b, c) ((pk_vec)_mm512_fmadd_ps((__m512)(a), (__m512)(b), (__m512)(c)))
+#else
+#define PK_VW WINO_VW
+#define PK_MR WINO_MR
+typedef wino_vec pk_vec;
+#define PK_SPLAT(x) WINO_SPLAT(x)
+#define PK_FMA(a, b, c) WINO_FMA(a, b, c)
+#endif
+#define PK_NV 2
+#define PK_NT (PK_NV * PK_VW)
+#define PK_ROW 16 /* positions gathered at a time from one output row */
+#ifndef PK_MAX_K
+#define PK_MAX_K 160
+#endif
+#ifndef PK_MAX_W
+#define PK_MAX_W (64 * 1024)
+#endif
+#ifndef PK_MIN_P
+#define PK_MIN_P 1024
+#endif
+
+/* from the shapes alone (the workspace's size) */
+static bool packed_fits(const ts_conv_geom *g) {
+    int64_t K = g->C * g->KH * g->KW;
+    return g->groups == 1 && K <= PK_MAX_K && g->OC * K <= PK_MAX_W && g->OH * g->OW >= PK_MIN_P && g->N >= 1;
+}
+
+/* ... and what ts_conv2d_infer takes so, with the weights kept: not a 1x1
+ * of stride 1 (the input is its own columns) nor Winograd's */
+static bool packed_conv(const ts_conv_geom *g) { return packed_fits(g) && !conv_direct(g) && !ts_conv2d_winograd_tile(g, true); }
+
+static size_t packed_w_floats(const ts_conv_geom *g) { return (size_t)(g->OC * g->C * g->KH * g->KW + 15) / 16 * 16; }
+
+/* a slot: the panel [K, PK_NT] and the products [OC, PK_NT] */
+static size_t packed_slot(const ts_conv_geom *g) { return (size_t)((g->C * g->KH * g->KW + g->OC) * PK_NT + 15) / 16 * 16; }
+
+static int64_t packed_panels(const ts_conv_geom *g) { return g->N * ((g->OH * g->OW + PK_NT - 1) / PK_NT); }
+
+/* slices: PK_SPLIT a thread, so that a thread the scheduler runs late
+ * still finds some left */
+#ifndef PK_SPLIT
+#define PK_SPLIT 8
+#endif
+static int64_t packed_slots(const ts_conv_geom *g, int threads) {
+    int64_t n = packed_panels(g), t = (threads < 1 ? 1 : threads) * PK_SPLIT;
+    return n < t ? n : t;
+}
+
+static size_t packed_floats(const ts_conv_geom *g, int threads) {
+    return packed_fits(g) ? (size_t)packed_slots(g, threads) * packed_slot(g) : 0;
+}
+
+typedef struct packed_job {
+    const ts_conv_geom *g;
+    const float *x, *wp, *b;
+    float *y, *ws;
+    const ts_conv_tail *tail;
+    bool relu_over; /* the tail a Relu alone, over y (the stem's) */
+    int64_t slots;
+} packed_job;
+
+/* wp: w [OC, K] as pk_block reads it: a block of PK_MR rows at wp + oc *
+ * K, [K, PK_MR], the rows past the last whole block one at a time */
+static void packed_weights(float *restrict wp, const float *restrict w, int64_t OC, int64_t K) {
+    for (int64_t oc = 0, R; oc < OC; oc += R) {
+        R = OC - oc >= PK_MR ? PK_MR : 1;
+        for (int64_t k = 0; k < K; k++)
+            for (int64_t r = 0; r < R; r++) wp[oc * K + k * R + r] = w[(oc + r) * K + k];
+    }
+}
+
+/* pk[(c, ki, kj), t] (rows PK_NT apart) = x[c, ih, iw] under output
+ * position p0 + t of sample xn for t < n (0 in the padding and past n):
+ * PK_ROW positions at a time, gathered along their input row where they
+ * lie on one output row */
+static void packed_panel(const ts_conv_geom *g, float *restrict pk, const float *restrict xn, int64_t p0, int64_t n) {
+    const int64_t H = g->H, W = g->W, OW = g->OW, KH = g->KH, KW = g->KW, SW = g->SW;
+    for (int64_t h = 0; h < PK_NT; h += PK_ROW) {
+        int64_t q0 = p0 + h, cnt = n - h < 0 ? 0 : n - h > PK_ROW ? PK_ROW : n - h, oh = q0 / OW, ow0 = q0 % OW;
+        float *d = pk + h;
+        if (cnt == PK_ROW && ow0 + PK_ROW <= OW) {
+            for (int64_t c = 0; c < g->C; c++)
+                for (int64_t ki = 0; ki < KH; ki++) {
+                    int64_t ih = oh * g->SH - g->PT + ki * g->DH;
+                    const float *row = xn + (c * H + ih) * W;
+                    for (int64_t kj = 0; kj < KW; kj++, d += PK_NT) {
+                        int64_t iw0 = ow0 * SW - g->PL + kj * g->DW;
+                        bool inside = iw0 >= 0 && iw0 + (PK_ROW - 1) * SW < W;
+                        if (ih < 0 || ih >= H)
+                            for (int t = 0; t < PK_ROW; t++) d[t] = 0.0f;
+                        else if (inside && SW == 2) /* a constant stride: vector moves */
+                            for (int t = 0; t < PK_ROW; t++) d[t] = row[iw0 + 2 * t];
+                        else if (inside)
+                            for (int t = 0; t < PK_ROW; t++) d[t] = row[iw0 + t * SW];
+                        else
+                            for (int64_t t = 0; t < PK_ROW; t++) {
+                                int64_t iw = iw0 + t * SW;
+                                d[t] = iw >= 0 && iw < W ? row[iw] : 0.0f;
+                            }
+                    }
+                }
+            continue;
+        }
+        int64_t hb[PK_ROW], wb[PK_ROW]; /* each position's first input row and column (past n: none) */
+        for (int64_t t = 0; t < PK_ROW; t++) {
+            int64_t q = q0 + t;
+            hb[t] = t < cnt ? q / OW * g->SH - g->PT : -H - KH * g->DH, wb[t] = t < cnt ? q % OW * SW - g->PL : 0;
+        }
+        for (int64_t c = 0; c < g->C; c++)
+            for (int64_t ki = 0; ki < KH; ki++)
+                for (int64_t kj = 0; kj < KW; kj++, d += PK_NT)
+                    for (int64_t t = 0; t < PK_ROW; t++) {
+                        int64_t ih = hb[t] + ki * g->DH, iw = wb[t] + kj * g->DW;
+                        d[t] = ih >= 0 && ih < H && iw >= 0 && iw < W ? xn[(c * H + ih) * W + iw] : 0.0f;
+                    }
+    }
+}
+
+/* mm[r, t] = sum_k u[k, r] pk[k, t] for the R rows of a block (rows of
+ * PK_NT floats), inlined with R constant: the sums stay in registers */
+static inline __attribute__((always_inline)) void pk_block_rows(int R, const float *restrict u, const float *restrict pk, float *restrict mm,
+                                                                int64_t K) {
+    pk_vec acc[PK_MR][PK_NV];
+    for (int r = 0; r < R; r++)
+        for (int k = 0; k < PK_NV; k++) acc[r][k] = (pk_vec){0};
+    for (int64_t c = 0; c < K; c++) {
+        pk_vec x[PK_NV];
+        for (int k = 0; k < PK_NV; k++) memcpy(&x[k], pk + c * PK_NT + k * PK_VW, sizeof x[k]);
+        for (int r = 0; r < R; r++) {
+            pk_vec s = PK_SPLAT(u[c * R + r]);
+            for (int k = 0; k < PK_NV; k++) acc[r][k] = PK_FMA(s, x[k], acc[r][k]);
+        }
+    }
+    for (int r = 0; r < R; r++)
+        for (int k = 0; k < PK_NV; k++) memcpy(mm + r * PK_NT + k * PK_VW, &acc[r][k], sizeof acc[r][k]);
+}
+
+static void pk_block(const float *wp, const float *pk, float *mm, int64_t OC, int64_t K) {
+    int64_t oc = 0;
+    for (; oc + PK_MR <= OC; oc += PK_MR) pk_block_rows(PK_MR, wp + oc * K, pk, mm + oc * PK_NT, K);
+    for (; oc < OC; oc++) pk_block_rows(1, wp + oc * K, pk, mm + oc * PK_NT, K); /* the last rows: one at a time ([K, 1] each, as packed) */
+}
+
+static void packed_slices(void *vj, int64_t s0, int64_t s1) {
+    const packed_job *j = vj;
+    const ts_conv_geom *g = j->g;
+    int64_t K = g->C * g->KH * g->KW, OC = g->OC, P = g->OH * g->OW, per = (P + PK_NT - 1) / PK_NT, all = packed_panels(g);
+    for (int64_t s = s0; s < s1; s++) {
+        float *pk = j->ws + (size_t)s * packed_slot(g), *mm = pk + K * PK_NT;
+        for (int64_t q = all * s / j->slots; q < all * (s + 1) / j->slots; q++) {
+            int64_t n = q / per, p0 = q % per * PK_NT, cnt = P - p0 < PK_NT ? P - p0 : PK_NT;
+            packed_panel(g, pk, j->x + n * g->C * g->H * g->W, p0, cnt);
+            pk_block(j->wp, pk, mm, OC, K);
+            for (int64_t oc = 0; oc < OC; oc++) {
+                float bv = j->b ? j->b[oc] : 0.0f, *yo = j->y + (n * OC + oc) * P + p0;
+                const float *m = mm + oc * PK_NT;
+                if (cnt == PK_NT && j->relu_over) /* the Relu alone, over the output: written once */
+                    for (int t = 0; t < PK_NT; t++) {
+                        float v = m[t] + bv;
+                        yo[t] = v < 0.0f ? 0.0f : v;
+                    }
+                else if (cnt == PK_NT)
+                    for (int t = 0; t < PK_NT; t++) yo[t] = m[t] + bv;
+                else
+                    for (int64_t t = 0; t < cnt; t++) yo[t] = m[t] + bv;
+                if (j->tail && !(cnt == PK_NT && j->relu_over)) tail_apply(j->tail, j->y, yo - j->y, cnt);
+            }
+        }
+    }
+}
+
+static void conv_fwd_packed(ts_pool *p, float *ws, float *y, const float *x, const float *w, const float *b, const ts_conv_geom *g,
+                            float *cache, uint64_t key, const ts_conv_tail *tail) {
+    int64_t K = g->C * g->KH * g->KW, macs = g->N * g->OC * g->OH * g->OW * K;
+    wino_head h;
+    memcpy(&h, cache, sizeof h);
+    if (!h.made || h.key != key) {
+        packed_weights(cache + WINO_HEAD, w, g->OC, K);
+        h = (wino_head){.made = 1, .key = key};
+        memcpy(cache, &h, sizeof h);
+    }
+    packed_job j = {.g = g, .x = x, .wp = cache + WINO_HEAD, .b = b, .y = y, .ws = ws, .tail = tail_of(tail),
+                    .slots = macs < CONV_PAR_MACS ? 1 : packed_slots(g, ts_pool_threads(p))};
+    j.relu_over = j.tail && !j.tail->res && j.tail->relu == y;
+    ts_pool_for(p, j.slots, 1, packed_slices, &j);
+}
+
 void ts_conv2d_infer(ts_pool *p, float *ws, float *y, const float *x, const float *w, const float *b, const ts_conv_geom *g, float *cache,
-                     uint64_t key, float *relu) {
+                     uint64_t key, const ts_conv_tail *tail) {
     int m = ts_conv2d_winograd_tile(g, cache != NULL);
-    if (m) conv_fwd_winograd(p, ws, y, x, w, b, g, m, cache, key, false, relu);
-    else conv_forward(p, ws, y, x, w, b, g, true, relu);
+    if (m) conv_fwd_winograd(p, ws, y, x, w, b, g, m, cache, key, false, tail);
+    else if (cache && packed_conv(g)) conv_fwd_packed(p, ws, y, x, w, b, g, cache, key, tail);
+    else conv_forward(p, ws, y, x, w, b, g, true, tail);
 }
 
 /* The input element under output (oh, ow) and kernel tap (ki, kj), or -1. */

@@ -27,19 +27,35 @@ typedef struct ts_conv_geom {
  * weights and dy's columns). From the shapes alone: N, C, H, W, OC, OH,
  * OW, KH, KW, groups (not the strides, padding or dilation). */
 size_t ts_conv2d_workspace(const ts_conv_geom *g, int threads);
+/* What a convolution's output pass does after y = conv + b, where the ops
+ * that follow it are fused (NULL fields: none): a residual Add, s = y + res
+ * (res of y's shape), written to sum (NULL: not kept); then a Relu,
+ * max(0, s) (of y where res is NULL) written to relu, as the Add and the
+ * Relu compute them (the same bits). sum and relu may each be y, relu may
+ * be sum or res, sum may be res: each output is written after the one
+ * before it, so the last one holds there. Otherwise none overlaps another
+ * or the convolution's inputs. */
+typedef struct ts_conv_tail {
+    const float *res;
+    float *sum;
+    float *relu;
+} ts_conv_tail;
+
 /* y[N,OC,OH,OW] = x[N,C,H,W] (*) w[OC,C/groups,KH,KW] + b[OC] (b may be NULL);
- * relu (NULL: none): also max(0, y) there, as the Relu computes it, in the
- * output pass (relu may be y: then y holds only that) */
+ * tail (NULL: none): the fused Add and Relu that follow it */
 void ts_conv2d_forward(ts_pool *p, float *ws, float *y, const float *x, const float *w, const float *b, const ts_conv_geom *g,
-                       float *relu);
+                       const ts_conv_tail *tail);
 /* The forward pass of an inference model: a 3x3 convolution with stride 1,
  * dilation 1, one group and enough work through Winograd's F(m x m, 3x3)
  * (ts_conv2d_winograd_tile says m: 4, 2, or 0 for none), 4 or 2.25 times
- * fewer multiply-adds; any other as ts_conv2d_forward but with the bias
- * written before the product adds to it (the outputs differ from
- * ts_conv2d_forward's by rounding).
+ * fewer multiply-adds; with a cache, one of few taps a position (C*KH*KW
+ * at most 160, at least 1024 output positions: a 7x7 stem) packed straight
+ * from the input into register blocks, without im2col; any other as
+ * ts_conv2d_forward but with the bias written before the product adds to
+ * it (the outputs differ from ts_conv2d_forward's by rounding).
  * cache (NULL: none): ts_conv2d_cache_floats floats, zeroed before the
- * first call, that keep the weights in Winograd's domain from call to
+ * first call, that keep the weights in Winograd's domain (or the packed
+ * blocks' layout) from call to
  * call: made again whenever `key` differs from the call that made them, so
  * the caller gives a key that changes whenever w's values may have (an
  * inference model: the graph's values_gen). Kept, they pay with fewer
@@ -48,7 +64,7 @@ void ts_conv2d_forward(ts_pool *p, float *ws, float *y, const float *x, const fl
 int ts_conv2d_winograd_tile(const ts_conv_geom *g, bool cached);
 size_t ts_conv2d_cache_floats(const ts_conv_geom *g);
 void ts_conv2d_infer(ts_pool *p, float *ws, float *y, const float *x, const float *w, const float *b, const ts_conv_geom *g, float *cache,
-                     uint64_t key, float *relu);
+                     uint64_t key, const ts_conv_tail *tail);
 /* dx += ..., dw += ..., db += ... (each may be NULL); dx_store: dx = ...
  * (its old values not read) */
 void ts_conv2d_backward(ts_pool *p, float *ws, float *dx, float *dw, float *db, const float *dy, const float *x, const float *w,
