@@ -192,10 +192,13 @@ static inline void ts_vacc_add2_fma(ts_vacc *a, ts_vfloat v0, ts_vfloat v1, ts_v
 /* Whether a run's float sums s and q are finite in every lane (no NaN or
  * Inf among its values, no square beyond float's range). */
 static inline bool ts_vsums_finite(ts_vfloat s, ts_vfloat q) {
-    ts_vint bad = (s + q) * 0.0f != 0.0f; /* Inf * 0 and NaN are NaN */
-#if TS_STATS_VEC == 8
-    return !_mm256_movemask_ps((__m256)bad);
+    ts_vfloat t = (s + q) * 0.0f; /* Inf * 0 and NaN are NaN */
+#if TS_STATS_VEC == 16 /* one compare into a mask register, not a test of each lane */
+    return !_mm512_cmp_ps_mask(t, (ts_vfloat){0}, _CMP_NEQ_UQ);
+#elif TS_STATS_VEC == 8
+    return !_mm256_movemask_ps((__m256)(t != 0.0f));
 #else
+    ts_vint bad = t != 0.0f;
     int any = 0;
     for (int j = 0; j < TS_STATS_VEC; j++) any |= bad[j];
     return !any;
