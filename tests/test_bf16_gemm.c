@@ -268,9 +268,12 @@ static bool backward_case(ts_pool *pool, bool tb, int64_t m, int64_t n, int64_t 
     float *dA = malloc(sizeof(float) * (size_t)(m * k)), *dB = malloc(sizeof(float) * (size_t)(n * k));
     for (int64_t i = 0; i < m * k; i++) dA[i] = 0.5f;
     for (int64_t i = 0; i < n * k; i++) dB[i] = -0.5f;
-    uint16_t *room = malloc(sizeof(uint16_t) * (size_t)(m * n)); /* dC's rounded copy (compile plans it) */
-    bool ok = room && ts_cpu_bf16_gemm_backward(pool, tb, m, n, k, A.h, B.h, dC.f, dA, 1.0f, dB, 1.0f, room) == 3u;
-    free(room);
+    /* dC's rounded copy and the kernel's workspace as compile plans them (the
+     * workspace a float off 64 bytes: the kernel aligns it in its slack) */
+    uint16_t *room = malloc(sizeof(uint16_t) * (size_t)(m * n));
+    float *ws = malloc(sizeof(float) * (ts_cpu_bf16_gemm_floats(m, n, k, pool ? ts_pool_threads(pool) : 1) + 1));
+    bool ok = room && ws && ts_cpu_bf16_gemm_backward(pool, tb, m, n, k, A.h, B.h, dC.f, dA, 1.0f, dB, 1.0f, room, ws + 1) == 3u;
+    free(room), free(ws);
     for (int64_t i = 0; ok && i < m; i++)
         for (int64_t q = 0; ok && q < k; q++) { /* dA[i, q] = 0.5 + sum_j dC[i, j] op(B)[q, j] */
             double s = 0.5, mag = 0.5;
@@ -309,10 +312,13 @@ static bool bmm_case(ts_pool *pool, int64_t count, int64_t m, int64_t n, int64_t
     for (int64_t i = 0; i < count * sb; i++) dB[i] = -0.5f;
     ts_shape shc = {.ndim = 4, .d = {count, 1, m, n}}, sha = {.ndim = 4, .d = {count, 1, ta ? k : m, ta ? m : k}};
     ts_shape shb = {.ndim = 4, .d = {count, 1, tb ? n : k, tb ? k : n}};
-    uint16_t *room = malloc(sizeof(uint16_t) * (size_t)(count * sc)); /* dC's rounded copy (compile plans it) */
-    bool ok = room && ts_cpu_bf16_bmm(pool, ta, tb, &shc, &sha, &shb, A.h, B.h, C) &&
-              ts_cpu_bf16_bmm_backward(pool, ta, tb, &shc, &sha, &shb, A.h, B.h, dC.f, dA, dB, room) == 3u;
-    free(room);
+    /* dC's rounded copy and the kernel's workspace as compile plans them (a
+     * float off 64 bytes) */
+    uint16_t *room = malloc(sizeof(uint16_t) * (size_t)(count * sc));
+    float *ws = malloc(sizeof(float) * (ts_cpu_bf16_bmm_floats(&shc, &sha, pool ? ts_pool_threads(pool) : 1) + 1));
+    bool ok = room && ws && ts_cpu_bf16_bmm(pool, ta, tb, &shc, &sha, &shb, A.h, B.h, C, ws + 1) &&
+              ts_cpu_bf16_bmm_backward(pool, ta, tb, &shc, &sha, &shb, A.h, B.h, dC.f, dA, dB, room, ws + 1) == 3u;
+    free(room), free(ws);
     for (int64_t c = 0; ok && c < count; c++) {
         /* op(A) (i, q), op(B) (q, j), dC (i, j) of product c */
 #define OPA(i, q) used(&A, c * sa + (ta ? (q) * m + (i) : (i) * k + (q)))
@@ -404,7 +410,7 @@ static bool backward_bits_case(ts_pool *pool, bool tb, int64_t m, int64_t n, int
     for (size_t i = 0; i < na; i++) dA[i] = rA[i] = 0.5f;
     for (size_t i = 0; i < nb; i++) dB[i] = rB[i] = -0.5f;
     uint16_t *room = malloc(sizeof(uint16_t) * (size_t)(m * n)); /* dC's rounded copy (compile plans it) */
-    bool ok = room && ts_cpu_bf16_gemm_backward(pool, tb, m, n, k, A.h, B.h, dC.f, dA, 1.0f, dB, 1.0f, room) == 3u;
+    bool ok = room && ts_cpu_bf16_gemm_backward(pool, tb, m, n, k, A.h, B.h, dC.f, dA, 1.0f, dB, 1.0f, room, NULL) == 3u;
     free(room);
     ts_bf16_mat dc_rows = {dC.f, true, n, 1}, dc_cols = {dC.f, true, 1, n}, a_cols = {A.h, false, 1, k};
     ts_bf16_mat b_rows = tb ? (ts_bf16_mat){B.h, false, 1, k} : (ts_bf16_mat){B.h, false, n, 1};
@@ -415,7 +421,7 @@ static bool backward_bits_case(ts_pool *pool, bool tb, int64_t m, int64_t n, int
     /* no room (none planned): the products round dC as they pack it, the same bits */
     for (size_t i = 0; i < na; i++) rA[i] = 0.5f;
     for (size_t i = 0; i < nb; i++) rB[i] = -0.5f;
-    ok = ok && ts_cpu_bf16_gemm_backward(pool, tb, m, n, k, A.h, B.h, dC.f, rA, 1.0f, rB, 1.0f, NULL) == 3u;
+    ok = ok && ts_cpu_bf16_gemm_backward(pool, tb, m, n, k, A.h, B.h, dC.f, rA, 1.0f, rB, 1.0f, NULL, NULL) == 3u;
     ok = ok && memcmp(dA, rA, sizeof(float) * na) == 0 && memcmp(dB, rB, sizeof(float) * nb) == 0;
     free(A.f), free(A.h), free(B.f), free(B.h), free(dC.f), free(dC.h), free(dA), free(dB), free(rA), free(rB);
     return ok;
@@ -493,7 +499,7 @@ static void test_kernel(void) {
         uint16_t one[4] = {0x3f80, 0x3f80, 0x3f80, 0x3f80};
         float out[4] = {0};
         ts_shape c2 = {.ndim = 3, .d = {2, 1, 1}}, a2 = {.ndim = 3, .d = {2, 1, 1}}, b1 = {.ndim = 3, .d = {1, 1, 1}};
-        CHECK(!ts_cpu_bf16_bmm(pools[0], false, false, &c2, &a2, &b1, one, one, out) && out[0] == 0.0f,
+        CHECK(!ts_cpu_bf16_bmm(pools[0], false, false, &c2, &a2, &b1, one, one, out, NULL) && out[0] == 0.0f,
               "a batched matmul whose B is broadcast over the batch is left to the f32 route (nothing written)");
     } else {
         printf("skip the gradients' checks: the route is %s\n", ts_cpu_bf16_gemm_route());

@@ -125,7 +125,7 @@ static void matmul_case(ts_pool *p, bool t, int64_t M, int64_t K, int64_t N) {
     k.in_shape[0] = (ts_shape){2, {M, K}};
     k.in_shape[1] = t ? (ts_shape){2, {N, K}} : (ts_shape){2, {K, N}};
     k.out_shape = (ts_shape){2, {M, N}};
-    size_t nws = row->workspace_floats(k.in_shape, &k.out_shape, ts_pool_threads(p));
+    size_t nws = row->workspace_floats(k.in_shape, k.in_dtype, &k.out_shape, ts_pool_threads(p));
     float *x = malloc((size_t)(M * K) * sizeof *x), *w = malloc((size_t)(K * N) * sizeof *w), *d = malloc((size_t)(M * N) * sizeof *d);
     float *dx[2] = {malloc((size_t)(M * K) * sizeof(float)), malloc((size_t)(M * K) * sizeof(float))};
     float *dw[2] = {malloc((size_t)(K * N) * sizeof(float)), malloc((size_t)(K * N) * sizeof(float))};
@@ -200,7 +200,8 @@ int main(void) {
         matmul_case(p, t, 300, 128, 200);  /* split by rows of the gradient */
         matmul_case(p1, t, 600, 40, 100); /* unsplit */
     }
-    CHECK(ts_backend_cpu()->kernels[TS_OP_MATMUL].workspace_floats((ts_shape[]){{2, {600, 40}}, {2, {40, 100}}}, &(ts_shape){2, {600, 100}}, 2) ==
+    CHECK(ts_backend_cpu()->kernels[TS_OP_MATMUL].workspace_floats((ts_shape[]){{2, {600, 40}}, {2, {40, 100}}}, (ts_dtype[]){TS_F32, TS_F32},
+                                                                    &(ts_shape){2, {600, 100}}, 2) ==
               40 * 100,
           "MatMul asks for a partial of the weight's gradient on 2 threads");
     ts_pool_free(p1);

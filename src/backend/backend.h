@@ -119,9 +119,11 @@ typedef struct ts_kernel_row {
     ts_kernel_fn forward;
     ts_kernel_fn backward;
     /* Transient floats the op's kernels need during one call, shared by
-     * every node (the largest is planned at compile); NULL: none. threads:
-     * the stream's (the CPU splits work into that many slots). */
-    size_t (*workspace_floats)(const ts_shape *in, const ts_shape *out, int threads);
+     * every node (the largest is planned at compile); NULL: none. in_dtype:
+     * the cells its inputs are held in (a kernel of 16-bit operands may
+     * take other room); threads: the stream's (the CPU splits work into
+     * that many slots). */
+    size_t (*workspace_floats)(const ts_shape *in, const ts_dtype *in_dtype, const ts_shape *out, int threads);
     /* Floats a node of an inference model keeps from run to run (kctx.cache,
      * zeroed at compile) for what its forward derives from the inputs the
      * graph holds (held[j]: input j is a parameter, buffer or constant),

@@ -894,8 +894,12 @@ static ts_status plan_scratch(mem_plan *mp) {
         const ts_kernel_row *kr = &m->dev.backend->kernels[g->t[i]->op];
         if (!def->scratch_floats && !kr->workspace_floats && !kr->cache_floats) continue;
         ts_shape in[TS_MAX_INPUTS];
+        ts_dtype in_dt[TS_MAX_INPUTS];
         bool held[TS_MAX_INPUTS];
-        for (int j = 0; j < g->t[i]->n_in; j++) in[j] = p->shape[g->t[i]->in[j]], held[j] = ts_op_holds_value(g->t[g->t[i]->in[j]]->op);
+        for (int j = 0; j < g->t[i]->n_in; j++) {
+            int v = g->t[i]->in[j];
+            in[j] = p->shape[v], held[j] = ts_op_holds_value(g->t[v]->op), in_dt[j] = p->entries[p->value_entry[v]].dtype;
+        }
         size_t kept = !m->training && kr->cache_floats ? kr->cache_floats(g->t[i], in, held, &p->shape[i]) : 0;
         p->bytes_workspace += kept * sizeof(float);
         if (!alloc) kept = 0; /* planned only: counted, not allocated */
@@ -905,7 +909,7 @@ static ts_status plan_scratch(mem_plan *mp) {
             return ts_error(TS_ERR_OUT_OF_MEMORY, "compile: out of memory for the %zu bytes '%s' keeps from run to run", kept * sizeof(float),
                             g->t[i]->name);
         if (kr->workspace_floats) {
-            size_t w = kr->workspace_floats(in, &p->shape[i], m->threads);
+            size_t w = kr->workspace_floats(in, in_dt, &p->shape[i], m->threads);
             workspace = w > workspace ? w : workspace;
         }
         if (!def->scratch_floats) continue;

@@ -209,11 +209,12 @@ void ts_op_check(ts_op_checker *c, const char *label, const ts_tensor *t, const 
     memset(&wcpu, 0, sizeof wcpu);
     memset(&wdev, 0, sizeof wdev);
     ts_shape in_shape[TS_MAX_INPUTS];
+    ts_dtype in_dt[TS_MAX_INPUTS];
     bool ok = true;
     int64_t biggest = 0;
     for (int j = 0; j < t->n_in; j++) {
         const ts_tensor *x = g->t[t->in[j]];
-        in_shape[j] = x->shape;
+        in_shape[j] = x->shape, in_dt[j] = x->dtype;
         int64_t n = ts_shape_numel(&x->shape);
         bool wide = x->dtype == TS_I64; /* two cells an element */
         if (n * (wide ? 2 : 1) > biggest) biggest = n * (wide ? 2 : 1);
@@ -244,8 +245,8 @@ void ts_op_check(ts_op_checker *c, const char *label, const ts_tensor *t, const 
     for (int64_t i = 0; ok && i < n_out; i++) dout.host[i] = 2.0f * next_uniform(&c->seed) - 1.0f;
     if (ok) operand_upload(c, &dout);
     size_t nscratch = def->scratch_floats ? def->scratch_floats(in_shape, &t->shape) : 0;
-    size_t nwc = crow->workspace_floats ? crow->workspace_floats(in_shape, &t->shape, 1) : 0;
-    size_t nwd = drow->workspace_floats ? drow->workspace_floats(in_shape, &t->shape, 1) : 0;
+    size_t nwc = crow->workspace_floats ? crow->workspace_floats(in_shape, in_dt, &t->shape, 1) : 0;
+    size_t nwd = drow->workspace_floats ? drow->workspace_floats(in_shape, in_dt, &t->shape, 1) : 0;
     if (ok) ok = operand_new(c, &scratch, (int64_t)nscratch) && operand_new(c, &wcpu, (int64_t)nwc) && operand_new(c, &wdev, (int64_t)nwd);
     float *back = ok ? malloc((size_t)(biggest + (int64_t)nscratch + 1) * sizeof(float)) : NULL;
     if (!ok || !back) {

@@ -37,6 +37,7 @@ void ts_fwd_layer_norm(const ts_kctx *k);
 void ts_bwd_layer_norm(const ts_kctx *k);
 void ts_fwd_group_norm(const ts_kctx *k);
 void ts_bwd_group_norm(const ts_kctx *k);
+size_t ts_cpu_workspace_bmm(const ts_shape *in, const ts_dtype *in_dtype, const ts_shape *out, int threads);
 void ts_fwd_bmm(const ts_kctx *k);
 void ts_bwd_bmm(const ts_kctx *k);
 void ts_fwd_permute(const ts_kctx *k);
@@ -53,7 +54,7 @@ void ts_fwd_masked_fill(const ts_kctx *k);
 void ts_bwd_masked_fill(const ts_kctx *k);
 void ts_fwd_attention(const ts_kctx *k);
 void ts_bwd_attention(const ts_kctx *k);
-size_t ts_cpu_workspace_attention(const ts_shape *in, const ts_shape *out, int threads);
+size_t ts_cpu_workspace_attention(const ts_shape *in, const ts_dtype *in_dtype, const ts_shape *out, int threads);
 void ts_fwd_reduce_axes(const ts_kctx *k);
 void ts_bwd_reduce_axes(const ts_kctx *k);
 void ts_fwd_cross_entropy(const ts_kctx *k);
@@ -84,8 +85,8 @@ void ts_fwd_conv3d(const ts_kctx *k);
 void ts_bwd_conv3d(const ts_kctx *k);
 void ts_fwd_conv_transpose2d(const ts_kctx *k);
 void ts_bwd_conv_transpose2d(const ts_kctx *k);
-size_t ts_cpu_workspace_conv_transpose2d(const ts_shape *in, const ts_shape *out, int threads);
-size_t ts_cpu_workspace_conv2d(const ts_shape *in, const ts_shape *out, int threads);
+size_t ts_cpu_workspace_conv_transpose2d(const ts_shape *in, const ts_dtype *in_dtype, const ts_shape *out, int threads);
+size_t ts_cpu_workspace_conv2d(const ts_shape *in, const ts_dtype *in_dtype, const ts_shape *out, int threads);
 size_t ts_cpu_cache_conv2d(const ts_tensor *node, const ts_shape *in, const bool *held, const ts_shape *out);
 
 #endif

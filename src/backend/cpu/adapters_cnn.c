@@ -185,14 +185,16 @@ size_t ts_cpu_cache_conv2d(const ts_tensor *node, const ts_shape *in, const bool
     return held[1] ? ts_conv2d_cache_floats(&g) : 0;
 }
 
-size_t ts_cpu_workspace_conv2d(const ts_shape *in, const ts_shape *out, int threads) {
+size_t ts_cpu_workspace_conv2d(const ts_shape *in, const ts_dtype *in_dtype, const ts_shape *out, int threads) {
+    (void)in_dtype;
     int64_t groups = in[0].d[1] / in[1].d[1]; /* w is [OC, C/groups, KH, KW] */
     ts_conv_geom g = {.N = in[0].d[0], .C = in[0].d[1], .H = in[0].d[2], .W = in[0].d[3], .KH = in[1].d[2], .KW = in[1].d[3], .OC = out->d[1],
                       .OH = out->d[2], .OW = out->d[3], .groups = groups};
     return ts_conv2d_workspace(&g, threads);
 }
 
-size_t ts_cpu_workspace_conv_transpose2d(const ts_shape *in, const ts_shape *out, int threads) {
+size_t ts_cpu_workspace_conv_transpose2d(const ts_shape *in, const ts_dtype *in_dtype, const ts_shape *out, int threads) {
+    (void)in_dtype;
     int64_t groups = out->d[1] / in[1].d[1]; /* w is [C, OC/groups, KH, KW] */
     ts_conv_geom g = {.N = in[0].d[0], .C = out->d[1], .H = out->d[2], .W = out->d[3], .KH = in[1].d[2], .KW = in[1].d[3], .OC = in[0].d[1],
                       .OH = in[0].d[2], .OW = in[0].d[3], .groups = groups};

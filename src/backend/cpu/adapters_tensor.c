@@ -182,10 +182,15 @@ void ts_bwd_group_norm(const ts_kctx *k) {
 /* bf16 cells both: the CPU's bf16 kernel where it takes them (bf16_gemm.h) */
 static bool bmm_bf16(const ts_kctx *k) { return k->in_dtype[0] == TS_BF16 && k->in_dtype[1] == TS_BF16; }
 
+/* bf16 cells both: the bf16 kernel's packed operands; else none */
+size_t ts_cpu_workspace_bmm(const ts_shape *in, const ts_dtype *in_dtype, const ts_shape *out, int threads) {
+    return in_dtype[0] == TS_BF16 && in_dtype[1] == TS_BF16 ? ts_cpu_bf16_bmm_floats(out, &in[0], threads) : 0;
+}
+
 void ts_fwd_bmm(const ts_kctx *k) {
     bool ta = k->node->attr[0] != 0, tb = k->node->attr[1] != 0;
     if (bmm_bf16(k) && ts_cpu_bf16_bmm(k->pool, ta, tb, &k->out_shape, &k->in_shape[0], &k->in_shape[1],
-                                       (const uint16_t *)(const void *)k->in[0], (const uint16_t *)(const void *)k->in[1], k->out))
+                                       (const uint16_t *)(const void *)k->in[0], (const uint16_t *)(const void *)k->in[1], k->out, k->workspace))
         return;
     ts_kctx room;
     k = ts_cpu_widen(k, &room);
@@ -197,7 +202,7 @@ void ts_bwd_bmm(const ts_kctx *k) {
     if (bmm_bf16(k))
         done = ts_cpu_bf16_bmm_backward(k->pool, ta, tb, &k->out_shape, &k->in_shape[0], &k->in_shape[1], (const uint16_t *)(const void *)k->in[0],
                                         (const uint16_t *)(const void *)k->in[1], k->dout, k->din[0], k->din[1],
-                                        ts_cpu_grad_room(k));
+                                        ts_cpu_grad_room(k), k->workspace);
     float *da = done & 1u ? NULL : k->din[0], *db = done & 2u ? NULL : k->din[1];
     if (!da && !db) return;
     ts_kctx room;
@@ -280,7 +285,8 @@ static ts_attn_geom attn_geom(const ts_shape *in, const ts_tensor *node, const i
     return g;
 }
 
-size_t ts_cpu_workspace_attention(const ts_shape *in, const ts_shape *out, int threads) {
+size_t ts_cpu_workspace_attention(const ts_shape *in, const ts_dtype *in_dtype, const ts_shape *out, int threads) {
+    (void)in_dtype;
     (void)out;
     ts_attn_geom g = attn_geom(in, NULL, NULL);
     return ts_attention_workspace(&g, threads);

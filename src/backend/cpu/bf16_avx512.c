@@ -288,8 +288,23 @@ static double imbalance(int64_t n, int t) { return (double)((n + t - 1) / t) * t
 #define MIN_MACS (256 * 1024)
 #define MIN_PACK (64 * 1024)
 
+size_t ts_bf16k_gemm_words(int64_t N, int64_t K, int threads) {
+    int64_t kpad = K + (K & 1), panels = (N + NR - 1) / NR;
+    return (size_t)(panels * (kpad / 2) * NR) + (size_t)(threads > 1 ? threads : 1) * (MC / MR) * (KC / 2 * MR);
+}
+
 ts_status ts_bf16k_gemm(struct ts_pool *p, int64_t M, int64_t N, int64_t K, ts_bf16_mat A, ts_bf16_mat B, float beta, float *C,
                         int64_t ldc, const float *bias, float *out) {
+    if (M <= 0 || N <= 0 || K <= 0) return ts_bf16k_gemm_ws(p, M, N, K, A, B, beta, C, ldc, bias, out, NULL);
+    uint32_t *ws = aligned_alloc(64, ts_bf16k_gemm_words(N, K, p ? ts_pool_threads(p) : 1) * sizeof(uint32_t));
+    if (!ws) return TS_ERR_OUT_OF_MEMORY;
+    ts_status st = ts_bf16k_gemm_ws(p, M, N, K, A, B, beta, C, ldc, bias, out, ws);
+    free(ws);
+    return st;
+}
+
+ts_status ts_bf16k_gemm_ws(struct ts_pool *p, int64_t M, int64_t N, int64_t K, ts_bf16_mat A, ts_bf16_mat B, float beta, float *C,
+                           int64_t ldc, const float *bias, float *out, uint32_t *ws) {
     if (M <= 0 || N <= 0) return TS_OK;
     int64_t kpad = K + (K & 1), panels = (N + NR - 1) / NR, tiles = (M + MR - 1) / MR;
     job j = {M, N, K, kpad, ldc, A, B, beta, C, bias ? out : NULL, bias, NULL, false, a_direct(&A, K), NULL, 0};
@@ -304,8 +319,7 @@ ts_status ts_bf16k_gemm(struct ts_pool *p, int64_t M, int64_t N, int64_t K, ts_b
     }
     int t = p ? ts_pool_threads(p) : 1;
     size_t b_words = (size_t)(panels * (kpad / 2) * NR); /* a multiple of 16: 64-byte blocks */
-    j.pb = aligned_alloc(64, b_words * sizeof(uint32_t) + (size_t)t * sizeof(uint32_t[MC / MR][KC / 2 * MR]));
-    if (!j.pb) return TS_ERR_OUT_OF_MEMORY;
+    j.pb = ws; /* b_words, then t slices' blocks of A: ts_bf16k_gemm_words */
     j.pa = (uint32_t(*)[KC / 2 * MR])(void *)(j.pb + b_words);
     int64_t per_tile = MR * N * K, per_panel = NR * M * K;
     ts_pool_for(p, panels, MIN_PACK / (NR * kpad) + 1, pack_b, &j);
@@ -317,7 +331,6 @@ ts_status ts_bf16k_gemm(struct ts_pool *p, int64_t M, int64_t N, int64_t K, ts_b
     j.by_cols = t > 1 && imbalance(panels, t) * (1.0 + 16.0 / (double)N) < imbalance(tiles, t);
     if (j.by_cols) ts_pool_for(p, panels, MIN_MACS / per_panel + 1, slice, &j);
     else ts_pool_for(p, tiles, MIN_MACS / per_tile + 1, slice, &j);
-    free(j.pb);
     return TS_OK;
 }
 
@@ -352,7 +365,7 @@ void ts_bf16k_gemm_serial(int64_t M, int64_t N, int64_t K, ts_bf16_mat A, ts_bf1
                           uint32_t *ws) {
     if (M <= 0 || N <= 0) return;
     if (K <= 0) {
-        ts_bf16k_gemm(NULL, M, N, K, A, B, beta, C, ldc, NULL, NULL); /* C = beta C: nothing allocated */
+        ts_bf16k_gemm_ws(NULL, M, N, K, A, B, beta, C, ldc, NULL, NULL, NULL); /* C = beta C: no workspace read */
         return;
     }
     int64_t kpad = K + (K & 1), panels = (N + NR - 1) / NR, tiles = (M + MR - 1) / MR;
@@ -379,5 +392,14 @@ ts_status ts_bf16k_gemm(struct ts_pool *p, int64_t M, int64_t N, int64_t K, ts_b
                         int64_t ldc, const float *bias, float *out) {
     (void)p, (void)M, (void)N, (void)K, (void)A, (void)B, (void)beta, (void)C, (void)ldc, (void)bias, (void)out;
     return TS_ERR_UNSUPPORTED;
+}
+size_t ts_bf16k_gemm_words(int64_t N, int64_t K, int threads) {
+    (void)N, (void)K, (void)threads;
+    return 0;
+}
+ts_status ts_bf16k_gemm_ws(struct ts_pool *p, int64_t M, int64_t N, int64_t K, ts_bf16_mat A, ts_bf16_mat B, float beta, float *C,
+                           int64_t ldc, const float *bias, float *out, uint32_t *ws) {
+    (void)ws;
+    return ts_bf16k_gemm(p, M, N, K, A, B, beta, C, ldc, bias, out);
 }
 #endif

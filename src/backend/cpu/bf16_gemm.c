@@ -142,11 +142,38 @@ static void rows(void *vctx, int64_t begin, int64_t end) {
 #define MIN_MACS (256 * 1024)
 #define MIN_ROWS 32
 
+/* the kernels' workspace (ts_kctx.workspace: compile sized it by the
+ * *_floats below, with ALIGN_SLACK floats to spare) at its first 64-byte
+ * boundary; NULL stays NULL */
+#define ALIGN_SLACK 16
+static uint32_t *ws_words(float *ws) {
+    if (!ws) return NULL;
+    uintptr_t at = (uintptr_t)(void *)ws, up = (at + 63) & ~(uintptr_t)63;
+    return (uint32_t *)(void *)((char *)ws + (up - at));
+}
+
+/* the kernel's product in ws where there is one, else in memory allocated
+ * for the call */
+static ts_status kgemm(struct ts_pool *p, int64_t M, int64_t N, int64_t K, ts_bf16_mat A, ts_bf16_mat B, float beta, float *C, int64_t ldc,
+                       const float *bias, float *out, float *ws) {
+    return ws ? ts_bf16k_gemm_ws(p, M, N, K, A, B, beta, C, ldc, bias, out, ws_words(ws)) : ts_bf16k_gemm(p, M, N, K, A, B, beta, C, ldc, bias, out);
+}
+
+static size_t max_sz(size_t a, size_t b) { return a > b ? a : b; }
+
+size_t ts_cpu_bf16_gemm_floats(int64_t M, int64_t N, int64_t K, int threads) {
+    if (ts_cpu_bf16_route() != TS_BF16_ROUTE_AVX512BF16) return 0;
+    /* the product (N columns over K), dA (K over N), dB (K over M, or N over M) */
+    size_t w = max_sz(max_sz(ts_bf16k_gemm_words(N, K, threads), ts_bf16k_gemm_words(K, N, threads)),
+                      max_sz(ts_bf16k_gemm_words(K, M, threads), ts_bf16k_gemm_words(N, M, threads)));
+    return w + ALIGN_SLACK;
+}
+
 bool ts_cpu_bf16_gemm(struct ts_pool *p, bool tb, int64_t M, int64_t N, int64_t K, const uint16_t *A, const uint16_t *B, float *C,
-                      const float *bias, float *out) {
+                      const float *bias, float *out, float *ws) {
     if (ts_cpu_bf16_route() == TS_BF16_ROUTE_AVX512BF16) {
         ts_bf16_mat a = {A, false, K, 1}, b = {B, false, tb ? K : 1, tb ? 1 : N};
-        return ts_bf16k_gemm(p, M, N, K, a, b, 0.0f, C, N, bias, out) == TS_OK;
+        return kgemm(p, M, N, K, a, b, 0.0f, C, N, bias, out, ws) == TS_OK;
     }
     job j = {tb, N, K, A, B, C, out, bias};
     int64_t per_row = N * K > 0 ? N * K : 1, grain = MIN_MACS / per_row;
@@ -170,16 +197,16 @@ static ts_bf16_mat grad_mat(const float *dC, const uint16_t *d16, int64_t rs, in
 }
 
 unsigned ts_cpu_bf16_gemm_backward(struct ts_pool *p, bool tb, int64_t M, int64_t N, int64_t K, const uint16_t *A, const uint16_t *B,
-                                   const float *dC, float *dA, float beta_a, float *dB, float beta_b, uint16_t *room) {
+                                   const float *dC, float *dA, float beta_a, float *dB, float beta_b, uint16_t *room, float *ws) {
     if (ts_cpu_bf16_route() != TS_BF16_ROUTE_AVX512BF16) return 0;
     const uint16_t *d16 = rounded(p, room, dC, M * N);
     /* each operand as (row of the product, summed index) */
     ts_bf16_mat dc_rows = grad_mat(dC, d16, N, 1), dc_cols = grad_mat(dC, d16, 1, N), a_cols = {A, false, 1, K};
     ts_bf16_mat b_rows = tb ? (ts_bf16_mat){B, false, 1, K} : (ts_bf16_mat){B, false, N, 1};
     unsigned done = 0;
-    if (dA && ts_bf16k_gemm(p, M, K, N, dc_rows, b_rows, beta_a, dA, K, NULL, NULL) == TS_OK) done |= 1u;
-    if (dB && (tb ? ts_bf16k_gemm(p, N, K, M, dc_cols, a_cols, beta_b, dB, K, NULL, NULL)
-                  : ts_bf16k_gemm(p, K, N, M, a_cols, dc_cols, beta_b, dB, N, NULL, NULL)) == TS_OK)
+    if (dA && kgemm(p, M, K, N, dc_rows, b_rows, beta_a, dA, K, NULL, NULL, ws) == TS_OK) done |= 1u;
+    if (dB && (tb ? kgemm(p, N, K, M, dc_cols, a_cols, beta_b, dB, K, NULL, NULL, ws)
+                  : kgemm(p, K, N, M, a_cols, dc_cols, beta_b, dB, N, NULL, NULL, ws)) == TS_OK)
         done |= 2u;
     return done;
 }
@@ -210,17 +237,21 @@ static void bslice(void *vctx, int64_t begin, int64_t end) {
         ts_bf16k_gemm_serial(j->M, j->N, j->K, nth(j->X, i, j->sx), nth(j->Y, i, j->sy), j->beta, j->C + i * j->sc, j->ldc, ws);
 }
 
+/* one product's packed operands on a slice's thread, in 64-byte blocks */
+static size_t serial_words(int64_t N, int64_t K) { return (ts_bf16k_serial_words(N, K) + 15) / 16 * 16; }
+
 static bool bmm_run(struct ts_pool *p, int64_t count, int64_t M, int64_t N, int64_t K, ts_bf16_mat X, int64_t sx, ts_bf16_mat Y, int64_t sy,
-                    float beta, float *C, int64_t ldc) {
+                    float beta, float *C, int64_t ldc, float *ws) {
     int t = p ? ts_pool_threads(p) : 1;
     bjob j = {.M = M, .N = N, .K = K, .ldc = ldc, .sx = sx, .sy = sy, .sc = M * N, .X = X, .Y = Y, .beta = beta, .C = C};
-    j.words = (ts_bf16k_serial_words(N, K) + 15) / 16 * 16; /* 64-byte blocks */
-    j.ws = aligned_alloc(64, j.words * sizeof(uint32_t) * (size_t)(t > count ? count : t));
+    j.words = serial_words(N, K);
+    uint32_t *own = ws ? NULL : aligned_alloc(64, j.words * sizeof(uint32_t) * (size_t)(t > count ? count : t));
+    j.ws = ws ? ws_words(ws) : own;
     if (!j.ws) return false;
     atomic_init(&j.next, 0);
     int64_t per = M * N * (K > 0 ? K : 1), grain = MIN_MACS / (per > 0 ? per : 1);
     ts_pool_for(p, count, grain > 1 ? grain : 1, bslice, &j);
-    free(j.ws);
+    free(own);
     return true;
 }
 
@@ -237,17 +268,29 @@ static int64_t bmm_dims(bool ta, const ts_shape *sc, const ts_shape *sa, const t
     return count > 0 && *M > 0 && *N > 0 ? count : 0;
 }
 
+size_t ts_cpu_bf16_bmm_floats(const ts_shape *sc, const ts_shape *sa, int threads) {
+    if (ts_cpu_bf16_route() != TS_BF16_ROUTE_AVX512BF16 || sc->ndim < 3 || sa->ndim != sc->ndim) return 0;
+    int64_t count = 1;
+    for (int d = 0; d < sc->ndim - 2; d++) count *= sc->d[d];
+    /* K: A's dim that is not M (either way round where they are equal) */
+    int64_t M = sc->d[sc->ndim - 2], N = sc->d[sc->ndim - 1], a0 = sa->d[sa->ndim - 2], K = a0 == M ? sa->d[sa->ndim - 1] : a0;
+    /* the product (N over K), dA (N or M over N), dB (K or N over M), each way round */
+    size_t w = max_sz(max_sz(serial_words(N, K), serial_words(K, N)), max_sz(serial_words(M, N), max_sz(serial_words(K, M), serial_words(N, M))));
+    int64_t slices = threads < count ? threads : count;
+    return w * (size_t)(slices > 1 ? slices : 1) + ALIGN_SLACK;
+}
+
 bool ts_cpu_bf16_bmm(struct ts_pool *p, bool ta, bool tb, const ts_shape *sc, const ts_shape *sa, const ts_shape *sb, const uint16_t *A,
-                     const uint16_t *B, float *C) {
+                     const uint16_t *B, float *C, float *ws) {
     int64_t M, N, K, count = bmm_dims(ta, sc, sa, sb, &M, &N, &K);
     if (!count) return false;
     /* op(A) (i, k) as (row, summed index); op(B) (k, j) as (column, summed index) */
     ts_bf16_mat a = {A, false, ta ? 1 : K, ta ? M : 1}, b = {B, false, tb ? K : 1, tb ? 1 : N};
-    return bmm_run(p, count, M, N, K, a, M * K, b, K * N, 0.0f, C, N);
+    return bmm_run(p, count, M, N, K, a, M * K, b, K * N, 0.0f, C, N, ws);
 }
 
 unsigned ts_cpu_bf16_bmm_backward(struct ts_pool *p, bool ta, bool tb, const ts_shape *sc, const ts_shape *sa, const ts_shape *sb,
-                                  const uint16_t *A, const uint16_t *B, const float *dC, float *dA, float *dB, uint16_t *room) {
+                                  const uint16_t *A, const uint16_t *B, const float *dC, float *dA, float *dB, uint16_t *room, float *ws) {
     int64_t M, N, K, count = bmm_dims(ta, sc, sa, sb, &M, &N, &K);
     if (!count) return 0;
     /* op(A) (i, k) at A[i sai + k sak], op(B) (k, j) at B[k sbk + j sbj], dC (i, j) at dC[i N + j] */
@@ -258,10 +301,10 @@ unsigned ts_cpu_bf16_bmm_backward(struct ts_pool *p, bool ta, bool tb, const ts_
     int64_t sA = M * K, sB = K * N, sC = M * N;
     unsigned done = 0;
     /* dop(A) (i, k) = sum_j dC (i, j) op(B) (k, j); stored [K, M] when ta */
-    if (dA && (ta ? bmm_run(p, count, K, M, N, b_kj, sB, dc_ij, sC, 1.0f, dA, M) : bmm_run(p, count, M, K, N, dc_ij, sC, b_kj, sB, 1.0f, dA, K)))
+    if (dA && (ta ? bmm_run(p, count, K, M, N, b_kj, sB, dc_ij, sC, 1.0f, dA, M, ws) : bmm_run(p, count, M, K, N, dc_ij, sC, b_kj, sB, 1.0f, dA, K, ws)))
         done |= 1u;
     /* dop(B) (k, j) = sum_i op(A) (i, k) dC (i, j); stored [N, K] when tb */
-    if (dB && (tb ? bmm_run(p, count, N, K, M, dc_ji, sC, a_ki, sA, 1.0f, dB, K) : bmm_run(p, count, K, N, M, a_ki, sA, dc_ji, sC, 1.0f, dB, N)))
+    if (dB && (tb ? bmm_run(p, count, N, K, M, dc_ji, sC, a_ki, sA, 1.0f, dB, K, ws) : bmm_run(p, count, K, N, M, a_ki, sA, dc_ji, sC, 1.0f, dB, N, ws)))
         done |= 2u;
     return done;
 }

@@ -48,9 +48,14 @@ const char *ts_cpu_bf16_gemm_route(void);
  * [K,N]), split over the pool; with bias, out[i, :] = C[i, :] + bias[:]
  * as the fused Add computes it (out may be C). Only when
  * ts_cpu_bf16_gemm_on(); false (nothing written) when it found no memory
- * for the packed operands: the caller widens to f32 instead. */
+ * for the packed operands: the caller widens to f32 instead. ws: the
+ * kernels' workspace of ts_cpu_bf16_gemm_floats floats (compile plans it:
+ * the step allocates nothing), or NULL: allocated for the call. */
 bool ts_cpu_bf16_gemm(struct ts_pool *p, bool tb, int64_t M, int64_t N, int64_t K, const uint16_t *A, const uint16_t *B, float *C,
-                      const float *bias, float *out);
+                      const float *bias, float *out, float *ws);
+/* the floats of workspace the kernel's products of a matmul [M,K] x
+ * [K,N] and of its gradients take on threads threads (0 off its route) */
+size_t ts_cpu_bf16_gemm_floats(int64_t M, int64_t N, int64_t K, int threads);
 
 /* the gradients of C = A op(B), A [M,K] and B in bf16 cells (B [N,K]
  * when tb, else [K,N]), dC f32: dA = beta_a dA + dC op(B)^T, dB = beta_b
@@ -62,7 +67,7 @@ bool ts_cpu_bf16_gemm(struct ts_pool *p, bool tb, int64_t M, int64_t N, int64_t 
  * f32 for the others. room: M N bf16 cells for dC's rounded copy (the
  * node's ts_cpu_grad_room), or NULL: the products round dC as they pack it. */
 unsigned ts_cpu_bf16_gemm_backward(struct ts_pool *p, bool tb, int64_t M, int64_t N, int64_t K, const uint16_t *A, const uint16_t *B,
-                                   const float *dC, float *dA, float beta_a, float *dB, float beta_b, uint16_t *room);
+                                   const float *dC, float *dA, float beta_a, float *dB, float beta_b, uint16_t *room, float *ws);
 
 /* a batched matmul (TS_OP_BATCH_MATMUL's shapes: C [..., M, N] = op(A)
  * op(B), A [..., M, K] or [..., K, M] when ta, B [..., K, N] or
@@ -72,14 +77,17 @@ unsigned ts_cpu_bf16_gemm_backward(struct ts_pool *p, bool tb, int64_t M, int64_
  * broadcast); false (nothing written) elsewhere or when it found no
  * memory: the caller widens to f32 instead. */
 bool ts_cpu_bf16_bmm(struct ts_pool *p, bool ta, bool tb, const ts_shape *sc, const ts_shape *sa, const ts_shape *sb, const uint16_t *A,
-                     const uint16_t *B, float *C);
+                     const uint16_t *B, float *C, float *ws);
+/* the floats of workspace (ws above, as ts_cpu_bf16_gemm's) a batched
+ * matmul C (sc) of A (sa) and its gradients take on threads threads */
+size_t ts_cpu_bf16_bmm_floats(const ts_shape *sc, const ts_shape *sa, int threads);
 /* its gradients, added into dA and dB where not NULL, dC (f32) rounded to
  * bf16 for the products (as ts_cpu_bf16_gemm_backward); returns those it
  * added (1 dA, 2 dB): none where ts_cpu_bf16_bmm would be false, and not
  * one that found no memory; the caller widens to f32 for the others; room
  * as ts_cpu_bf16_gemm_backward's (dC's count M N cells) */
 unsigned ts_cpu_bf16_bmm_backward(struct ts_pool *p, bool ta, bool tb, const ts_shape *sc, const ts_shape *sa, const ts_shape *sb,
-                                  const uint16_t *A, const uint16_t *B, const float *dC, float *dA, float *dB, uint16_t *room);
+                                  const uint16_t *A, const uint16_t *B, const float *dC, float *dA, float *dB, uint16_t *room, float *ws);
 
 /* an operand of the kernel: element (r, k) at data[r * rs + k * cs], bf16
  * cells or f32 ones (rounded to bf16 to nearest even as they are packed) */
@@ -98,6 +106,12 @@ typedef struct ts_bf16_mat {
 bool ts_bf16k_built(void);
 ts_status ts_bf16k_gemm(struct ts_pool *p, int64_t M, int64_t N, int64_t K, ts_bf16_mat A, ts_bf16_mat B, float beta, float *C,
                         int64_t ldc, const float *bias, float *out);
+/* the same in ws (64-byte aligned, ts_bf16k_gemm_words(N, K, the pool's
+ * threads) words: B packed, then each slice's blocks of A), allocating
+ * nothing; ts_bf16k_gemm allocates it for the call */
+size_t ts_bf16k_gemm_words(int64_t N, int64_t K, int threads);
+ts_status ts_bf16k_gemm_ws(struct ts_pool *p, int64_t M, int64_t N, int64_t K, ts_bf16_mat A, ts_bf16_mat B, float beta, float *C,
+                           int64_t ldc, const float *bias, float *out, uint32_t *ws);
 
 /* the kernel on the calling thread, its packed operands in ws (64-byte
  * aligned, ts_bf16k_serial_words(N, K) words); no bias */

@@ -52,7 +52,7 @@ static void fwd_matmul(const ts_kctx *k) {
     int64_t M = k->in_shape[0].d[0], K = k->in_shape[0].d[1], N = k->out_shape.d[1];
     if (k->in_dtype[0] == TS_BF16 && k->in_dtype[1] == TS_BF16 && ts_cpu_bf16_gemm_on() && /* bf16 cells both: the CPU's bf16 GEMM */
         ts_cpu_bf16_gemm(k->pool, t, M, N, K, (const uint16_t *)(const void *)k->in[0], (const uint16_t *)(const void *)k->in[1],
-                         k->out, k->bias, k->bias ? k->bias_out : NULL))
+                         k->out, k->bias, k->bias ? k->bias_out : NULL, k->workspace))
         return;
     ts_kctx room;
     k = ts_cpu_widen(k, &room);
@@ -70,7 +70,8 @@ static void bwd_matmul(const ts_kctx *k) {
     unsigned done = 0; /* bf16 cells both: the CPU's bf16 GEMM, dout rounded to bf16 for the products */
     if (k->in_dtype[0] == TS_BF16 && k->in_dtype[1] == TS_BF16 && ts_cpu_bf16_gemm_on())
         done = ts_cpu_bf16_gemm_backward(k->pool, t, M, N, K, (const uint16_t *)(const void *)k->in[0],
-                                         (const uint16_t *)(const void *)k->in[1], k->dout, k->din[0], b0, k->din[1], b1, ts_cpu_grad_room(k));
+                                         (const uint16_t *)(const void *)k->in[1], k->dout, k->din[0], b0, k->din[1], b1, ts_cpu_grad_room(k),
+                                         k->workspace);
     if ((!k->din[0] || done & 1u) && (!k->din[1] || done & 2u)) return;
     ts_kctx room;
     k = ts_cpu_widen(k, &room);
@@ -82,10 +83,15 @@ static void bwd_matmul(const ts_kctx *k) {
     }
 }
 
-/* the second operand's gradient split along the first's rows (bwd_matmul) */
-static size_t workspace_matmul(const ts_shape *in, const ts_shape *out, int threads) {
+/* the second operand's gradient split along the first's rows
+ * (bwd_matmul), or, bf16 cells both, the bf16 kernel's packed operands
+ * (one or the other at a time) */
+static size_t workspace_matmul(const ts_shape *in, const ts_dtype *in_dtype, const ts_shape *out, int threads) {
     if (in[0].ndim != 2 || out->ndim != 2) return 0;
-    return ts_gemm_split_k_floats(threads, in[0].d[1], out->d[1], in[0].d[0]);
+    int64_t M = in[0].d[0], K = in[0].d[1], N = out->d[1];
+    size_t split = ts_gemm_split_k_floats(threads, K, N, M);
+    size_t bf16 = in_dtype[0] == TS_BF16 && in_dtype[1] == TS_BF16 ? ts_cpu_bf16_gemm_floats(M, N, K, threads) : 0;
+    return split > bf16 ? split : bf16;
 }
 
 static void fwd_scale(const ts_kctx *k) { ts_scale_forward(k->pool, k->out, k->in[0], k->node->fparam, numel_out(k)); }
@@ -157,7 +163,7 @@ static const ts_kernel_row kernels[] = {
     [TS_OP_EMBEDDING] = {.forward = ts_fwd_gather, .backward = ts_bwd_gather},
     [TS_OP_LAYER_NORM] = {.forward = ts_fwd_layer_norm, .backward = ts_bwd_layer_norm, .fuses_relu = true, .fuses_unary = true},
     [TS_OP_GROUP_NORM] = {.forward = ts_fwd_group_norm, .backward = ts_bwd_group_norm},
-    [TS_OP_BATCH_MATMUL] = {.forward = ts_fwd_bmm, .backward = ts_bwd_bmm},
+    [TS_OP_BATCH_MATMUL] = {.forward = ts_fwd_bmm, .backward = ts_bwd_bmm, .workspace_floats = ts_cpu_workspace_bmm},
     [TS_OP_PERMUTE] = {.forward = ts_fwd_permute, .backward = ts_bwd_permute},
     [TS_OP_SLICE] = {.forward = ts_fwd_slice, .backward = ts_bwd_slice},
     [TS_OP_CONCAT] = {.forward = ts_fwd_concat, .backward = ts_bwd_concat},

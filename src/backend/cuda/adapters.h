@@ -80,12 +80,12 @@ void ts_cu_bwd_concat(const ts_kctx *k);
 /* convolutional networks (kernels_cnn.cu) */
 void ts_cu_fwd_conv2d(const ts_kctx *k);
 void ts_cu_bwd_conv2d(const ts_kctx *k);
-size_t ts_cu_workspace_conv2d(const ts_shape *in, const ts_shape *out, int threads);
+size_t ts_cu_workspace_conv2d(const ts_shape *in, const ts_dtype *in_dtype, const ts_shape *out, int threads);
 void ts_cu_fwd_conv3d(const ts_kctx *k); /* Conv3d and ConvTranspose3d */
 void ts_cu_bwd_conv3d(const ts_kctx *k);
 void ts_cu_fwd_conv_transpose2d(const ts_kctx *k);
 void ts_cu_bwd_conv_transpose2d(const ts_kctx *k);
-size_t ts_cu_workspace_conv_transpose2d(const ts_shape *in, const ts_shape *out, int threads);
+size_t ts_cu_workspace_conv_transpose2d(const ts_shape *in, const ts_dtype *in_dtype, const ts_shape *out, int threads);
 void ts_cu_fwd_max_pool2d(const ts_kctx *k);
 void ts_cu_bwd_max_pool2d(const ts_kctx *k);
 void ts_cu_fwd_max_pool2d_indices(const ts_kctx *k);

@@ -583,7 +583,7 @@ static ts_kernel_row kernels[TS_OP_COUNT];
 /* a row of this device: its kernels (and workspace), every other field
  * off (no cache, no stored gradients, no fused bias or Relu) */
 static ts_kernel_row row(ts_kernel_fn forward, ts_kernel_fn backward,
-                         size_t (*workspace)(const ts_shape *, const ts_shape *, int) = nullptr) {
+                         size_t (*workspace)(const ts_shape *, const ts_dtype *, const ts_shape *, int) = nullptr) {
     ts_kernel_row r{};
     r.forward = forward, r.backward = backward, r.workspace_floats = workspace;
     return r;

@@ -84,7 +84,8 @@ static int64_t conv_chunk(const cu_geom &g) {
     return nc < 1 ? 1 : nc > g.N ? g.N : nc;
 }
 
-size_t ts_cu_workspace_conv2d(const ts_shape *in, const ts_shape *out, int threads) {
+size_t ts_cu_workspace_conv2d(const ts_shape *in, const ts_dtype *in_dtype, const ts_shape *out, int threads) {
+    (void)in_dtype;
     (void)threads;
     cu_geom g = {};
     g.N = in[0].d[0], g.C = in[0].d[1], g.H = in[0].d[2], g.W = in[0].d[3];
@@ -253,7 +254,8 @@ static cu_geom transposed_geom(const ts_kctx *k) {
                    at[CA_SH], at[CA_SW], at[CA_PT], at[CA_PL], at[CA_DH], at[CA_DW], at[CA_GROUPS], 0,       0};
 }
 
-size_t ts_cu_workspace_conv_transpose2d(const ts_shape *in, const ts_shape *out, int threads) {
+size_t ts_cu_workspace_conv_transpose2d(const ts_shape *in, const ts_dtype *in_dtype, const ts_shape *out, int threads) {
+    (void)in_dtype;
     (void)threads;
     cu_geom g = {};
     g.N = in[0].d[0], g.C = out->d[1], g.H = out->d[2], g.W = out->d[3];
