@@ -20,28 +20,16 @@
 #include <string.h>
 
 #include "check.h"
+#include "seeded.h"
 #include "backend/cpu/cnn.h"
 #include "backend/cpu/gemm.h"
 #include "backend/pool.h"
-
-static void fill(float *x, int64_t n, unsigned seed) {
-    for (int64_t i = 0; i < n; i++) {
-        seed = seed * 1664525u + 1013904223u;
-        x[i] = (float)((seed >> 8) & 0xffff) / 32768.0f - 1.0f;
-    }
-}
-
-static unsigned name_seed(const char *s) {
-    unsigned h = 2166136261u;
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 16777619u;
-    return h;
-}
 
 static void kernel_case(ts_pool *p, bool tb, int64_t M, int64_t N, int64_t K, const char *what) {
     float *A = malloc((size_t)(M * K) * sizeof *A), *B = malloc((size_t)(N * K) * sizeof *B), *bias = malloc((size_t)N * sizeof *bias);
     float *C0 = malloc((size_t)(M * N) * sizeof *C0), *C1 = malloc((size_t)(M * N) * sizeof *C1);
     float *out0 = malloc((size_t)(M * N) * sizeof *out0), *out1 = malloc((size_t)(M * N) * sizeof *out1);
-    fill(A, M * K, 1), fill(B, N * K, 2), fill(bias, N, 3);
+    seeded_fill(A, M * K, 1), seeded_fill(B, N * K, 2), seeded_fill(bias, N, 3);
     ts_gemm_pool(p, false, tb, M, N, K, A, B, 0.0f, C0);
     for (int64_t i = 0; i < M; i++)
         for (int64_t j = 0; j < N; j++) out0[i * N + j] = C0[i * N + j] + bias[j];
@@ -76,7 +64,7 @@ static void conv_relu_case(ts_pool *p, int64_t N, int64_t C, int64_t HW, int64_t
         CHECK(0, "%s: out of memory", what);
         goto done;
     }
-    fill(x, nx, 21), fill(w, nw, 22), fill(b, OC, 23);
+    seeded_fill(x, nx, 21), seeded_fill(w, nw, 22), seeded_fill(b, OC, 23);
     for (int64_t i = 0; i < nw; i++) w[i] *= 0.2f;
     float *outs[3] = {NULL, r1, y1}; /* no Relu, a Relu output of its own, the Relu over the output */
     for (int c = 0; c < 3; c++) {
@@ -122,7 +110,7 @@ static void conv_add_relu_case(ts_pool *p, int64_t N, int64_t C, int64_t HW, int
         CHECK(0, "%s: out of memory", what);
         goto done;
     }
-    fill(x, nx, 41), fill(w, nw, 42), fill(b, OC, 43), fill(res, ny, 44);
+    seeded_fill(x, nx, 41), seeded_fill(w, nw, 42), seeded_fill(b, OC, 43), seeded_fill(res, ny, 44);
     for (int64_t i = 0; i < nw; i++) w[i] *= 0.2f;
     if (infer) ts_conv2d_infer(p, ws, y0, x, w, b, &g, cache, 1, NULL);
     else ts_conv2d_forward(p, ws, y0, x, w, b, &g, NULL);
@@ -170,7 +158,7 @@ static ts_tensor *cparam(ts_graph *g, const char *name, int nd, const int64_t *s
     int64_t n = 1;
     for (int d = 0; d < nd; d++) n *= shape[d];
     float v[16 * 16 * 9]; /* the largest: 16 channels in and out */
-    fill(v, n, name_seed(name));
+    seeded_fill(v, n, name_seed(name));
     for (int64_t k = 0; k < n; k++) v[k] *= 0.4f;
     ts_array a = ts_array_f32(v, nd, shape);
     CHECK_OK(ts_param_set(t, &a), "'%s' set", name);
@@ -210,7 +198,7 @@ static bool same_anchor(ts_model *a, ts_model *b, const char *name, int64_t n) {
 }
 
 static void conv_relu_models(void) {
-    fill(cxs, CB * CC * CHW * CHW, 31);
+    seeded_fill(cxs, CB * CC * CHW * CHW, 31);
     for (int i = 0; i < CB; i++) cys[i] = i % CK;
     ts_tensor *loss[2], *out[2];
     ts_graph *g[2] = {cnn(false, &loss[0], &out[0]), cnn(true, &loss[1], &out[1])};
@@ -298,7 +286,7 @@ static ts_graph *resnet(bool apart, ts_tensor **loss, ts_tensor **out) {
 }
 
 static void conv_add_relu_models(void) {
-    fill(cxs, CB * CC * CHW * CHW, 51);
+    seeded_fill(cxs, CB * CC * CHW * CHW, 51);
     for (int i = 0; i < CB; i++) cys[i] = (i + 1) % CK;
     ts_tensor *loss[3], *out[3];
     ts_graph *g[3] = {resnet(false, &loss[0], &out[0]), resnet(false, &loss[1], &out[1]), resnet(true, &loss[2], &out[2])};
@@ -382,7 +370,7 @@ static void set_params(ts_graph *g) {
         int64_t shape[2] = {strstr(name, "fc1") ? HID : OUT, strstr(name, "fc1") ? IN : HID};
         bool bias = strstr(name, ".bias") != NULL;
         float v[HID * IN];
-        fill(v, bias ? shape[0] : shape[0] * shape[1], name_seed(name));
+        seeded_fill(v, bias ? shape[0] : shape[0] * shape[1], name_seed(name));
         for (int64_t k = 0; k < shape[0] * shape[1]; k++) v[k] *= 0.3f;
         ts_array a = ts_array_f32(v, bias ? 1 : 2, shape);
         CHECK_OK(ts_param_set(t, &a), "'%s' set", name);
@@ -476,7 +464,7 @@ int main(void) {
     conv_relu_models();
     conv_add_relu_models();
 
-    fill(xs, BATCH * IN, 11);
+    seeded_fill(xs, BATCH * IN, 11);
     for (int i = 0; i < BATCH; i++) ys[i] = (int32_t)((unsigned)(i * 7 + 3) % OUT);
     ts_tensor *la, *lb;
     ts_graph *ga = mlp(false, &la), *gb = mlp(true, &lb);
@@ -497,7 +485,7 @@ int main(void) {
         CHECK_OK(ts_model_anchored(ma, "product", &prod), "the product anchored");
         CHECK_OK(ts_model_anchored(ma, "sum", &sum), "the sum anchored");
         float b1[HID];
-        fill(b1, HID, name_seed("fc1.bias"));
+        seeded_fill(b1, HID, name_seed("fc1.bias"));
         for (int j = 0; j < HID; j++) b1[j] *= 0.3f;
         bias = ts_array_f32(b1, 1, (int64_t[]){HID});
         int off = 0;

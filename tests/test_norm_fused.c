@@ -30,24 +30,12 @@
 #include <string.h>
 
 #include "check.h"
+#include "seeded.h"
 #include "backend/cpu/cnn.h"
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/kernels_tensor.h"
 #include "backend/ew_math.h"
 #include "backend/pool.h"
-
-static void fill(float *x, int64_t n, unsigned seed) {
-    for (int64_t i = 0; i < n; i++) {
-        seed = seed * 1664525u + 1013904223u;
-        x[i] = (float)((seed >> 8) & 0xffff) / 32768.0f - 1.0f;
-    }
-}
-
-static unsigned name_seed(const char *s) {
-    unsigned h = 2166136261u;
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 16777619u;
-    return h;
-}
 
 /* ---- the kernel, on [N, C, inner] with a tail of inner past the vectors */
 static void bn_relu_case(ts_pool *p, int64_t N, int64_t C, int64_t inner, bool batch, const char *what) {
@@ -60,7 +48,7 @@ static void bn_relu_case(ts_pool *p, int64_t N, int64_t C, int64_t inner, bool b
         CHECK(0, "%s: out of memory", what);
         goto done;
     }
-    fill(x, n, 41), fill(w, C, 42), fill(b, C, 43), fill(rm, C, 44), fill(rv, C, 45);
+    seeded_fill(x, n, 41), seeded_fill(w, C, 42), seeded_fill(b, C, 43), seeded_fill(rm, C, 44), seeded_fill(rv, C, 45);
     for (int64_t c = 0; c < C; c++) rv[c] = 0.5f + fabsf(rv[c]), b[c] *= 0.5f;
     ts_batch_norm_forward(p, y0, stats, x, w, b, rm, rv, N, C, inner, 1e-5f, 0.1f, batch, false, NULL);
     ts_relu_forward(p, r0, y0, n);
@@ -94,7 +82,7 @@ static void set_values(ts_graph *g) {
         CHECK_OK(ts_tensor_info(t, &a), "'%s' read", name);
         float *v = a.data; /* the graph's values, before any model is made */
         int64_t n = ts_array_numel(&a);
-        fill(v, n, name_seed(name));
+        seeded_fill(v, n, name_seed(name));
         for (int64_t k = 0; k < n; k++) v[k] = strstr(name, "running_var") ? 0.5f + fabsf(v[k]) : 0.4f * v[k];
     }
 }
@@ -153,31 +141,37 @@ static void norm_and_relu(ts_model *m, const char *what) {
           off);
 }
 
-static ts_model *model(ts_graph *g, ts_tensor *loss, ts_tensor *out, bool training, bool observed) {
+/* a model of g with each anchor of `always` (name, tensor pairs; NULL
+ * ends), of `seen` where observed, and of `trained` plus the loss where
+ * training (SGD 0.1), compiled on 2 threads; NULL (a failed check) if not */
+static ts_model *compiled(ts_graph *g, ts_tensor *loss, ts_tensor *out, bool training, bool observed, const char *const *always,
+                          const char *const *seen, const char *const *trained, const char *what) {
     ts_options *o = ts_options_new();
     ts_options_set_threads(o, 2);
-    if (observed) {
-        ts_options_anchor(o, "bn", "bn1/BatchNorm:0", TS_OUTPUT_FINAL, 0);
-        ts_options_anchor(o, "r", "r1", TS_OUTPUT_FINAL, 0);
-    }
+    for (int k = 0; always && always[k]; k += 2) ts_options_anchor(o, always[k], always[k + 1], TS_OUTPUT_FINAL, 0);
+    for (int k = 0; observed && seen[k]; k += 2) ts_options_anchor(o, seen[k], seen[k + 1], TS_OUTPUT_FINAL, 0);
     ts_model *m = NULL;
     ts_status st;
     if (training) {
         ts_options_anchor(o, "loss", "loss", TS_OUTPUT_ALL, 0);
-        ts_options_anchor(o, "dw1", "Gradient___c1.weight", TS_OUTPUT_FINAL, 0);
-        ts_options_anchor(o, "dw2", "Gradient___c2.weight", TS_OUTPUT_FINAL, 0);
-        ts_options_anchor(o, "dg1", "Gradient___bn1.weight", TS_OUTPUT_FINAL, 0);
+        for (int k = 0; trained[k]; k += 2) ts_options_anchor(o, trained[k], trained[k + 1], TS_OUTPUT_FINAL, 0);
         st = ts_model_training(&m, g, loss, o, ts_sgd(0.1f, 0.0f, 0.0f));
     } else
         st = ts_model_inference(&m, g, &out, 1, o);
     if (!st) st = ts_model_compile(m);
-    CHECK_OK(st, "a%s %s model", observed ? "n observed" : "", training ? "training" : "inference");
+    CHECK_OK(st, "a%s %s model%s", observed ? "n observed" : "", training ? "training" : "inference", what);
     ts_options_free(o);
     return st ? NULL : m;
 }
 
+static ts_model *model(ts_graph *g, ts_tensor *loss, ts_tensor *out, bool training, bool observed) {
+    static const char *const seen[] = {"bn", "bn1/BatchNorm:0", "r", "r1", NULL};
+    static const char *const trained[] = {"dw1", "Gradient___c1.weight", "dw2", "Gradient___c2.weight", "dg1", "Gradient___bn1.weight", NULL};
+    return compiled(g, loss, out, training, observed, NULL, seen, trained, "");
+}
+
 static void bn_relu_models(void) {
-    fill(xs, B * CI * HW * HW, 31);
+    seeded_fill(xs, B * CI * HW * HW, 31);
     for (int i = 0; i < B; i++) ys[i] = i % K;
     ts_tensor *loss[2], *out[2];
     ts_graph *g[2] = {cnn(false, &loss[0], &out[0]), cnn(true, &loss[1], &out[1])};
@@ -219,7 +213,7 @@ static void ln_act_case(ts_pool *p, int64_t rows, int64_t D, int kind, const cha
         CHECK(0, "%s: out of memory", what);
         goto done;
     }
-    fill(x, n, 51), fill(w, D, 52), fill(b, D, 53);
+    seeded_fill(x, n, 51), seeded_fill(w, D, 52), seeded_fill(b, D, 53);
     for (int64_t i = 0; i < n; i++) x[i] *= 3.0f;
     ts_layer_norm_forward(p, y0, stats, x, w, b, rows, D, 1e-5f, NULL);
     if (kind == TS_EWU_NONE) ts_relu_forward(p, a0, y0, n);
@@ -279,32 +273,14 @@ static ts_status ln_run(ts_model *m) {
 }
 
 static ts_model *ln_model(ts_graph *g, ts_tensor *loss, ts_tensor *out, bool training, bool observed) {
-    ts_options *o = ts_options_new();
-    ts_options_set_threads(o, 2);
-    ts_options_anchor(o, "logits", "logits", TS_OUTPUT_FINAL, 0);
-    if (observed) {
-        ts_options_anchor(o, "ln1", "ln1", TS_OUTPUT_FINAL, 0);
-        ts_options_anchor(o, "gelu", "gelu", TS_OUTPUT_FINAL, 0);
-        ts_options_anchor(o, "relu", "relu", TS_OUTPUT_FINAL, 0);
-    }
-    ts_model *m = NULL;
-    ts_status st;
-    if (training) {
-        ts_options_anchor(o, "loss", "loss", TS_OUTPUT_ALL, 0);
-        ts_options_anchor(o, "dw1", "Gradient___fc1.weight", TS_OUTPUT_FINAL, 0);
-        ts_options_anchor(o, "dg1", "Gradient___ln1.weight", TS_OUTPUT_FINAL, 0);
-        ts_options_anchor(o, "dg2", "Gradient___ln2.weight", TS_OUTPUT_FINAL, 0);
-        st = ts_model_training(&m, g, loss, o, ts_sgd(0.1f, 0.0f, 0.0f));
-    } else
-        st = ts_model_inference(&m, g, &out, 1, o);
-    if (!st) st = ts_model_compile(m);
-    CHECK_OK(st, "a%s %s model (LayerNorm)", observed ? "n observed" : "", training ? "training" : "inference");
-    ts_options_free(o);
-    return st ? NULL : m;
+    static const char *const always[] = {"logits", "logits", NULL};
+    static const char *const seen[] = {"ln1", "ln1", "gelu", "gelu", "relu", "relu", NULL};
+    static const char *const trained[] = {"dw1", "Gradient___fc1.weight", "dg1", "Gradient___ln1.weight", "dg2", "Gradient___ln2.weight", NULL};
+    return compiled(g, loss, out, training, observed, always, seen, trained, " (LayerNorm)");
 }
 
 static void ln_act_models(void) {
-    fill(lxs, LB * LD, 61);
+    seeded_fill(lxs, LB * LD, 61);
     for (int i = 0; i < LB; i++) lys[i] = (i * 5 + 1) % LK;
     ts_tensor *loss[2], *out[2];
     ts_graph *g[2] = {mlp(false, &loss[0], &out[0]), mlp(true, &loss[1], &out[1])};
