@@ -212,8 +212,12 @@ static void conv_relu_models(void) {
         }
         ts_status st = ts_model_inference(&inf[k], g[k], &out[k], 1, o);
         if (!st) st = ts_model_compile(inf[k]);
+        ts_metrics_reset();
         if (!st) st = cnn_run(inf[k]);
         CHECK_OK(st, "an inference model run (%s)", k ? "Scale between" : "Conv + Relu");
+        int64_t took = ts_counter_get("FusedOps.Relu");
+        CHECK(k == 0 ? took > 0 : took == 0, "%s: FusedOps.Relu counts %lld Relus in a Conv's pass", k ? "Scale between" : "Conv + Relu",
+              (long long)took);
         ts_options_anchor(o, "loss", "loss", TS_OUTPUT_ALL, 0);
         ts_options_anchor(o, "dw1", "Gradient___c1.weight", TS_OUTPUT_FINAL, 0);
         ts_options_anchor(o, "dw2", "Gradient___c2.weight", TS_OUTPUT_FINAL, 0);
@@ -303,8 +307,19 @@ static void conv_add_relu_models(void) {
         }
         ts_status st = ts_model_inference(&inf[k], g[k], &out[k], 1, o);
         if (!st) st = ts_model_compile(inf[k]);
+        ts_metrics_reset();
         if (!st) st = cnn_run(inf[k]);
         CHECK_OK(st, "an inference model run (%s)", what[k]);
+        /* the metrics say which passes took their Add and Relu: the fused
+         * graph's first block, never the twin's (its Scale between). With
+         * everything anchored the inference plan puts the sum where the
+         * anchored Conv's value was (copied by its observer after the
+         * kernel), so the pass is refused there: training covers the
+         * anchored fused path (below). */
+        int64_t took = ts_counter_get("FusedOps.AddRelu");
+        if (k != 1)
+            CHECK(k == 0 ? took > 0 : took == 0, "%s: FusedOps.AddRelu counts %lld residual Adds and Relus in a Conv's pass", what[k],
+                  (long long)took);
         ts_options_free(o);
         o = ts_options_new(); /* training: the Add and the Relu observed (anchored), the Conv not, in the second */
         ts_options_set_threads(o, 2);
@@ -343,7 +358,13 @@ static void conv_add_relu_models(void) {
         CHECK(0, "c3, a1, r1 and h0 anchored");
     int64_t nw[3] = {CO * CO * 9, RO * RO * 9, RO * CO};
     for (int s = 0; s < CSTEPS; s++) {
-        for (int k = 0; k < 3; k++) CHECK_OK(cnn_run(tr[k]), "residual blocks, training step %d (%s)", s + 1, what[k]);
+        for (int k = 0; k < 3; k++) {
+            ts_metrics_reset();
+            CHECK_OK(cnn_run(tr[k]), "residual blocks, training step %d (%s)", s + 1, what[k]);
+            int64_t took = ts_counter_get("FusedOps.AddRelu");
+            CHECK(k < 2 ? took > 0 : took == 0, "residual blocks, training step %d (%s): FusedOps.AddRelu counts %lld", s + 1, what[k],
+                  (long long)took);
+        }
         for (int k = 0; k < 2; k++) {
             CHECK(same_anchor(tr[k], tr[2], "loss", 1), "residual blocks, training step %d (%s): the same loss, to the bit", s + 1, what[k]);
             CHECK(same_anchor(tr[k], tr[2], "dw3", nw[0]) && same_anchor(tr[k], tr[2], "dw5", nw[1]) && same_anchor(tr[k], tr[2], "dsc", nw[2]),

@@ -187,8 +187,13 @@ static void bn_relu_models(void) {
         ts_model *tr[2] = {model(g[0], loss[0], out[0], true, observed), model(g[1], loss[1], out[1], true, observed)};
         const char *how = observed ? "norm and Relu anchored" : "nothing anchored";
         for (int s = 0; s < STEPS && tr[0] && tr[1]; s++) {
+            ts_metrics_reset();
             CHECK_OK(run(tr[0]), "training step %d (BatchNorm + Relu, %s)", s + 1, how);
+            int64_t took = ts_counter_get("FusedOps.Relu"); /* the metrics say the norm's pass took its Relu, never the twin's */
+            ts_metrics_reset();
             CHECK_OK(run(tr[1]), "training step %d (Scale between, %s)", s + 1, how);
+            CHECK(took > 0 && ts_counter_get("FusedOps.Relu") == 0, "training step %d (%s): FusedOps.Relu counts %lld, none in the twin",
+                  s + 1, how, (long long)took);
             CHECK(same_anchor(tr[0], tr[1], "loss", 1), "training step %d (%s): the same loss, to the bit", s + 1, how);
             CHECK(same_anchor(tr[0], tr[1], "dw1", CO * CI * 9) && same_anchor(tr[0], tr[1], "dw2", CO * CO * 9) &&
                       same_anchor(tr[0], tr[1], "dg1", CO),
@@ -290,8 +295,16 @@ static void ln_act_models(void) {
             char how[64];
             snprintf(how, sizeof how, "%s, %s", training ? "training" : "inference", observed ? "norms and ops anchored" : "nothing anchored");
             for (int s = 0; s < (training ? STEPS : 1) && m[0] && m[1]; s++) {
+                ts_metrics_reset();
                 CHECK_OK(ln_run(m[0]), "%s, run %d (norm + op)", how, s + 1);
+                int64_t act = ts_counter_get("FusedOps.Activation"), relu = ts_counter_get("FusedOps.Relu");
+                ts_metrics_reset();
                 CHECK_OK(ln_run(m[1]), "%s, run %d (Scale between)", how, s + 1);
+                /* inference: the plan gives the second norm's Relu the norm's
+                 * input, which its pass reads, so that one runs apart */
+                CHECK(act > 0 && (relu > 0 || !training) && ts_counter_get("FusedOps.Activation") + ts_counter_get("FusedOps.Relu") == 0,
+                      "%s, run %d: FusedOps counts the norms' Gelu (%lld) and Relu (%lld), none in the twin", how, s + 1, (long long)act,
+                      (long long)relu);
                 CHECK(same_anchor(m[0], m[1], "logits", LB * LK), "%s, run %d: the logits, to the bit", how, s + 1);
                 if (training)
                     CHECK(same_anchor(m[0], m[1], "loss", 1) && same_anchor(m[0], m[1], "dw1", LH * LD) &&

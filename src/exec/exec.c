@@ -384,6 +384,7 @@ static ts_status forward(ts_run *run, int64_t mb) {
     uint64_t tf = tr ? ts_now_ns() : 0;
     if (p->n_fusions) choose_fusions(run);
     int fused = -1, fused2 = -1; /* the Add (Relu, Gelu, ...; a residual Add and its Relu) whose kernels the node before them ran */
+    int64_t n_fused[4] = {0}; /* the ops done in a producer's output pass, by kind (fused_kind), counted once a pass */
     for (int k = 0; k < p->n_order; k++) {
         int i = p->order[k];
         const ts_tensor *t = g->t[i];
@@ -397,17 +398,17 @@ static ts_status forward(ts_run *run, int64_t mb) {
         if (run->dev.backend->kernels[t->op].fuses_bias && bias_fusable(run, k, mb, &kc, &ac)) {
             kc.bias = ac.in[1], kc.bias_out = ac.out;
             if (kc.out != ac.out && product_unread(run, i)) kc.out = ac.out;
-            fused = p->order[k + 1];
+            fused = p->order[k + 1], n_fused[0]++;
         } else if (run->dev.backend->kernels[t->op].fuses_add_relu && add_relu_fusable(run, k, mb, &kc)) {
-            fused = p->order[k + 1], fused2 = p->order[k + 2];
+            fused = p->order[k + 1], fused2 = p->order[k + 2], n_fused[1]++;
         } else if (run->dev.backend->kernels[t->op].fuses_relu && relu_fusable(run, k, mb, &kc, &ac)) {
             kc.relu_out = ac.out;
             if (kc.out != ac.out && product_unread(run, i)) kc.out = ac.out;
-            fused = p->order[k + 1];
+            fused = p->order[k + 1], n_fused[2]++;
         } else if (run->dev.backend->kernels[t->op].fuses_unary && unary_fusable(run, k, mb, &kc, &ac)) {
             kc.act = ac.node, kc.act_out = ac.out;
             if (kc.out != ac.out && product_unread(run, i) && follower_lets_go(run, i, p->order[k + 1])) kc.out = ac.out;
-            fused = p->order[k + 1];
+            fused = p->order[k + 1], n_fused[3]++;
         }
         ts_op_call call = {i, false, mb, &kc, 0, 0, tr};
         ts_status st = check_computed_indices(run, &kc);
@@ -417,6 +418,9 @@ static ts_status forward(ts_run *run, int64_t mb) {
         st = ts_op_chain_run(run->chain.after, run->chain.n_after, run, &call);
         if (st) return st;
     }
+    static const char *const kinds[4] = {"BiasAdd", "AddRelu", "Relu", "Activation"}; /* a residual Add and its Relu: one */
+    for (int q = 0; q < 4; q++)
+        if (n_fused[q]) ts_counter_add_cause("FusedOps", kinds[q], n_fused[q]);
     if (tr) ts_trace_slice(TS_TRACE_FORWARD, NULL, NULL, NULL, 0, mb, tf, ts_now_ns());
     return TS_OK;
 }
