@@ -245,6 +245,21 @@ static bool follower_lets_go(const ts_run *run, int i, int a) {
     return (ts_op_get(run->g->t[a]->op)->bwd_unread_inputs & 1u) || run->prog->grad_entry[i] < 0;
 }
 
+/* Whether output `o` (n floats) of a fused output pass may be where it is:
+ * apart from what the producer reads (ck's inputs), and from each earlier value
+ * of the pass (`prev`, of the entries `ent`, n floats each) unless it is
+ * that one exactly (in place), which only an unobserved value may be. */
+static bool pass_output_ok(const ts_run *run, const ts_kctx *ck, const float *o, int64_t n, const float *const *prev, const int *ent,
+                           int n_prev) {
+    for (int j = 0; j < ck->n_in; j++)
+        if (ck->in[j] && overlaps(o, n, ck->in[j], ts_shape_numel(&ck->in_shape[j]))) return false;
+    for (int q = 0; q < n_prev; q++) {
+        if (o == prev[q] && run->prog->entries[ent[q]].observed) return false;
+        if (o != prev[q] && overlaps(o, n, prev[q], n)) return false;
+    }
+    return true;
+}
+
 /* An elementwise op done in its producer's output pass, as bias_fusable
  * does a Linear's bias: node order[k] the producer (ck its arguments),
  * node a (next_fusable's: the next in the order, of the producer alone; -1
@@ -270,10 +285,8 @@ static bool pass_fusable(const ts_run *run, int k, int a, int64_t mb, const ts_k
     float *out = rc->out;
     if (out == ck->out) /* in place: the producer's value becomes the op's */
         return !p->entries[p->value_entry[i]].observed && !ts_op_get(run->g->t[i]->op)->needs_output && follower_lets_go(run, i, a);
-    if (overlaps(out, n, ck->out, n)) return false;
-    for (int j = 0; j < ck->n_in; j++)
-        if (ck->in[j] && overlaps(out, n, ck->in[j], ts_shape_numel(&ck->in_shape[j]))) return false;
-    return true;
+    const float *prev = ck->out;
+    return pass_output_ok(run, ck, out, n, &prev, &p->value_entry[i], 1);
 }
 
 /* A Relu done in the output pass of the op before it, whose row
@@ -310,21 +323,6 @@ static int next_add_of(const ts_run *run, int k, int *j) {
         return -1;
     *j = 1;
     return a;
-}
-
-/* Whether output `o` (n floats) of a fused output pass may be where it is:
- * apart from what the Conv reads (ck's inputs), and from each earlier value
- * of the pass (`prev`, of the entries `ent`, n floats each) unless it is
- * that one exactly (in place), which only an unobserved value may be. */
-static bool pass_output_ok(const ts_run *run, const ts_kctx *ck, const float *o, int64_t n, const float *const *prev, const int *ent,
-                           int n_prev) {
-    for (int j = 0; j < ck->n_in; j++)
-        if (overlaps(o, n, ck->in[j], ts_shape_numel(&ck->in_shape[j]))) return false;
-    for (int q = 0; q < n_prev; q++) {
-        if (o == prev[q] && run->prog->entries[ent[q]].observed) return false;
-        if (o != prev[q] && overlaps(o, n, prev[q], n)) return false;
-    }
-    return true;
 }
 
 /* A residual block's end done in a Conv's output pass, as relu_fusable
