@@ -138,11 +138,11 @@ typedef struct ts_kernel_row {
      * bias Add that follows it (exec.c's bias_fusable) */
     bool fuses_bias;
     /* the forward honours kctx.relu_out (Conv, BatchNorm): the executor
-     * may hand it the Relu that follows it (exec.c's relu_fusable) */
+     * may hand it the Relu that follows it (exec.c's pass_fusable) */
     bool fuses_relu;
     /* the forward honours kctx.act and act_out (LayerNorm): the executor
      * may hand it the op of ew_math.h's unary family that follows it
-     * (exec.c's unary_fusable) */
+     * (exec.c's pass_fusable) */
     bool fuses_unary;
     /* the forward honours kctx.residual and residual_out (Conv): the
      * executor may hand it the residual Add and the Relu that follow it

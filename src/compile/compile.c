@@ -756,6 +756,23 @@ static void plan_intervals(mem_plan *mp) {
 }
 #undef BWD
 
+/* An op that a producer's output pass does in its stead (ts_pass_takes,
+ * the executor's choice by the same rule) writes its output in the
+ * producer's step: that output lives from there, so that the plan never
+ * gives it what the producer still reads (its inputs, its own value, a
+ * residual), which the pass would write over while reading. */
+static void plan_passes(mem_plan *mp) {
+    const ts_prog *p = mp->p;
+    for (int k = 0; k < mp->L; k++) {
+        int took[2];
+        if (ts_pass_takes(p, mp->g, mp->m->dev.backend->kernels, k, took) == TS_PASS_NONE) continue;
+        for (int q = 0; q < 2 && took[q] >= 0; q++) {
+            int64_t v = mp->iv_of[took[q]];
+            if (v >= 0 && mp->iv[v].start > k) mp->iv[v].start = k;
+        }
+    }
+}
+
 /* The two arenas laid out and allocated; each activation's entry (and a
  * view's, and a shared gradient's) pointed into its own. */
 static ts_status plan_arenas(mem_plan *mp) {
@@ -974,6 +991,7 @@ static ts_status plan_memory(const ts_model_def *m, ts_prog *p) {
         plan_liveness(&mp);
         plan_view_gradients(&mp);
         plan_intervals(&mp);
+        plan_passes(&mp);
         if (!(st = plan_arenas(&mp))) {
             plan_fixed_storage(&mp);
             if (!(st = plan_zeroing(&mp)) && !(st = plan_scratch(&mp)) && !(st = plan_cells(p, mp.g))) st = plan_staging(&mp);
