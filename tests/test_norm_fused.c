@@ -187,6 +187,15 @@ static void bn_relu_models(void) {
             CHECK(took == 2 && ts_counter_get("FusedOps.Relu") == 0, "inference (%s): FusedOps.Relu counts %lld of 2, none in the twin",
                   how, (long long)took);
             CHECK(same_anchor(inf[0], inf[1], "logits", B * K), "inference (%s): the logits, the same bits", how);
+            /* each Relu in its norm's input's cell (the pass writes it over
+             * the input element for element): no more activations than the
+             * twin's, whose Relus take dead cells */
+            ts_model_memory mem[2];
+            if (!ts_model_memory_get(inf[0], &mem[0]) && !ts_model_memory_get(inf[1], &mem[1]))
+                CHECK(mem[0].activations <= mem[1].activations, "inference (%s): the activations' arena %lld bytes, the twin's %lld", how,
+                      (long long)mem[0].activations, (long long)mem[1].activations);
+            else
+                CHECK(0, "inference (%s): the models' memory read", how);
             if (observed) {
                 norm_and_relu(inf[0], "inference");
                 CHECK(same_anchor(inf[0], inf[1], "r", B * CO * HW * HW) && same_anchor(inf[0], inf[1], "bn", B * CO * HW * HW),

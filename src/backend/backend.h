@@ -148,6 +148,12 @@ typedef struct ts_kernel_row {
      * executor may hand it the residual Add and the Relu that follow it
      * (exec.c's add_relu_fusable) */
     bool fuses_add_relu;
+    /* the forward's output pass (a fused op's output too: relu_out,
+     * act_out) may write over its input 0 exactly, element for element: it
+     * reads each row of that input before it writes the row's outputs, and
+     * no other row (BatchNorm, LayerNorm). The memory plan may then give
+     * the fused op's output the input's cell (ts_pass_over_input). */
+    bool pass_over_in0;
 } ts_kernel_row;
 
 /* A point on a stream, for timing kernels: ns once complete (the CPU's

@@ -110,20 +110,47 @@ static size_t linear_scan(ts_interval **sorted, int n) {
     return total;
 }
 
-/* Returns the arena size; each interval gets an aligned offset. */
+/* The interval whose cell interval i takes, through a chain (itself if none). */
+static int cell_of(const ts_interval *iv, int i) {
+    while (iv[i].same_as) i = iv[i].same_as - 1;
+    return i;
+}
+
+static size_t place(ts_interval **sorted, int n);
+
+/* Returns the arena size; each interval gets an aligned offset. One that
+ * takes another's cell (same_as) gets that one's: the cell is planned over
+ * both lifetimes. */
 size_t ts_memplan(ts_interval *iv, int n) {
     if (n <= 0) return 0;
     ts_interval **sorted = ts_malloc((size_t)n * sizeof *sorted);
-    if (!sorted) return (size_t)-1;
+    int64_t *ends = ts_malloc((size_t)n * sizeof *ends);
+    if (!sorted || !ends) {
+        ts_free(sorted), ts_free(ends);
+        return (size_t)-1;
+    }
+    int m = 0;
     for (int i = 0; i < n; i++) {
         iv[i].bytes = (iv[i].bytes + ALIGN - 1) / ALIGN * ALIGN;
-        sorted[i] = &iv[i];
+        ends[i] = iv[i].end;
+        if (!iv[i].same_as) sorted[m++] = &iv[i];
     }
-    if (n > GREEDY_MAX) {
-        size_t total = linear_scan(sorted, n);
-        ts_free(sorted);
-        return total;
+    for (int i = 0; i < n; i++) {
+        ts_interval *c = &iv[cell_of(iv, i)];
+        if (c->end < ends[i]) c->end = ends[i];
     }
+    size_t total = place(sorted, m);
+    for (int i = 0; i < n; i++) {
+        iv[i].offset = iv[cell_of(iv, i)].offset;
+        iv[i].end = ends[i];
+    }
+    ts_free(sorted), ts_free(ends);
+    return total;
+}
+
+/* The intervals' offsets, sorted's order their own; the arena's size. */
+static size_t place(ts_interval **sorted, int n) {
+    if (n > GREEDY_MAX) return linear_scan(sorted, n);
     qsort(sorted, (size_t)n, sizeof *sorted, by_size_desc);
     size_t total = 0;
     for (int i = 0; i < n; i++) {
@@ -145,7 +172,6 @@ size_t ts_memplan(ts_interval *iv, int n) {
         cur->offset = offset;
         if (offset + cur->bytes > total) total = offset + cur->bytes;
     }
-    ts_free(sorted);
     return total;
 }
 
@@ -192,4 +218,11 @@ ts_pass_kind ts_pass_takes(const ts_prog *p, const ts_graph *g, const ts_kernel_
         }
     }
     return TS_PASS_NONE;
+}
+
+bool ts_pass_over_input(const ts_prog *p, const ts_graph *g, const ts_kernel_row *rows, int k, ts_pass_kind kind, int op) {
+    const ts_tensor *t = g->t[p->order[k]];
+    if ((kind != TS_PASS_RELU && kind != TS_PASS_UNARY) || !rows[t->op].pass_over_in0 || t->n_in < 1) return false;
+    const ts_tensor *x = g->t[t->in[0]];
+    return x->dtype == TS_F32 && !ts_dtype_is_half(x->grid) && same_shape(p, x->id, op);
 }

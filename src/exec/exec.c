@@ -237,13 +237,18 @@ static bool follower_lets_go(const ts_run *run, int i, int a) {
 }
 
 /* Whether output `o` (n floats) of a fused output pass may be where it is:
- * apart from what the producer reads (ck's inputs), and from each earlier value
- * of the pass (`prev`, of the entries `ent`, n floats each) unless it is
- * that one exactly (in place), which only an unobserved value may be. */
+ * apart from what the producer reads (ck's inputs) unless over_in0 and it
+ * is input 0 exactly (the pass may write there element for element), and
+ * from each earlier value of the pass (`prev`, of the entries `ent`, n
+ * floats each) unless it is that one exactly (in place), which only an
+ * unobserved value may be. */
 static bool pass_output_ok(const ts_run *run, const ts_kctx *ck, const float *o, int64_t n, const float *const *prev, const int *ent,
-                           int n_prev) {
-    for (int j = 0; j < ck->n_in; j++)
-        if (ck->in[j] && overlaps(o, n, ck->in[j], ts_shape_numel(&ck->in_shape[j]))) return false;
+                           int n_prev, bool over_in0) {
+    for (int j = 0; j < ck->n_in; j++) {
+        int64_t m = ts_shape_numel(&ck->in_shape[j]);
+        if (j == 0 && over_in0 && o == ck->in[0] && m == n) continue;
+        if (ck->in[j] && overlaps(o, n, ck->in[j], m)) return false;
+    }
     for (int q = 0; q < n_prev; q++) {
         if (o == prev[q] && run->prog->entries[ent[q]].observed) return false;
         if (o != prev[q] && overlaps(o, n, prev[q], n)) return false;
@@ -267,7 +272,7 @@ static bool pass_output_ok(const ts_run *run, const ts_kctx *ck, const float *o,
  * likewise) and whose value the op's backward does not read
  * (follower_lets_go); the op's output must not overlap what the producer
  * reads or updates (a BatchNorm's running buffers). */
-static bool pass_fusable(const ts_run *run, int k, int a, int64_t mb, const ts_kctx *ck, ts_kctx *rc) {
+static bool pass_fusable(const ts_run *run, int k, ts_pass_kind kind, int a, int64_t mb, const ts_kctx *ck, ts_kctx *rc) {
     const ts_prog *p = run->prog;
     int i = p->order[k];
     if (ck->out_dtype != TS_F32 || !ck->out || !ck->in[0]) return false;
@@ -280,7 +285,9 @@ static bool pass_fusable(const ts_run *run, int k, int a, int64_t mb, const ts_k
     if (out == ck->out) /* in place: the producer's value becomes the op's */
         return !p->entries[p->value_entry[i]].observed && !ts_op_get(run->g->t[i]->op)->needs_output && follower_lets_go(run, i, a);
     const float *prev = ck->out;
-    return pass_output_ok(run, ck, out, n, &prev, &p->value_entry[i], 1);
+    const ts_tensor *t = run->g->t[i];
+    bool over_in0 = ts_pass_over_input(p, run->g, run->dev.backend->kernels, k, kind, a) && !p->entries[p->value_entry[t->in[0]]].observed;
+    return pass_output_ok(run, ck, out, n, &prev, &p->value_entry[i], 1, over_in0);
 }
 
 /* A residual block's end done in a Conv's output pass, as pass_fusable
@@ -318,8 +325,8 @@ static bool add_relu_fusable(const ts_run *run, int k, const int took[2], int64_
     float *sum = rc.out == ac.out || !product_unread(run, a) ? ac.out : NULL;
     const float *prev[3] = {kc->out, res, sum};
     int ent[3] = {p->value_entry[i], p->value_entry[res_node], p->value_entry[a]};
-    if (overlaps(res, n, kc->out, n) || (sum && !pass_output_ok(run, kc, sum, n, prev, ent, 2)) ||
-        !pass_output_ok(run, kc, rc.out, n, prev, ent, sum ? 3 : 2))
+    if (overlaps(res, n, kc->out, n) || (sum && !pass_output_ok(run, kc, sum, n, prev, ent, 2, false)) ||
+        !pass_output_ok(run, kc, rc.out, n, prev, ent, sum ? 3 : 2, false))
         return false;
     kc->residual = res, kc->residual_out = sum, kc->relu_out = rc.out;
     if (kc->out != rc.out && kc->out != sum && product_unread(run, i)) { /* the Conv's value read by the Add alone: in place under them */
@@ -358,11 +365,11 @@ static ts_status forward(ts_run *run, int64_t mb) {
             fused = took[0], n_fused[0]++;
         } else if (pk == TS_PASS_ADD_RELU && add_relu_fusable(run, k, took, mb, &kc)) {
             fused = took[0], fused2 = took[1], n_fused[1]++;
-        } else if (pk == TS_PASS_RELU && pass_fusable(run, k, took[0], mb, &kc, &ac)) { /* the kernel writes max(0, x) into relu_out */
+        } else if (pk == TS_PASS_RELU && pass_fusable(run, k, pk, took[0], mb, &kc, &ac)) { /* the kernel writes max(0, x) into relu_out */
             kc.relu_out = ac.out;
             if (kc.out != ac.out && product_unread(run, i)) kc.out = ac.out;
             fused = took[0], n_fused[2]++;
-        } else if (pk == TS_PASS_UNARY && pass_fusable(run, k, took[0], mb, &kc, &ac)) { /* f(x) into act_out, the op's node in act */
+        } else if (pk == TS_PASS_UNARY && pass_fusable(run, k, pk, took[0], mb, &kc, &ac)) { /* f(x) into act_out, the op's node in act */
             kc.act = ac.node, kc.act_out = ac.out;
             if (kc.out != ac.out && product_unread(run, i) && follower_lets_go(run, i, took[0])) kc.out = ac.out;
             fused = took[0], n_fused[3]++;
