@@ -10,9 +10,9 @@
  * into its norm) against the same graph with a Scale by 1 between each
  * norm and its Relu (exact, and not fused). An inference model: the same
  * logits, the anchored first norm keeps its own values (negatives
- * included) with the Relu's max(0, .) of them (there the memory plan gives
- * each Relu its norm's input, which the fusion refuses: the Relus run
- * apart); training models, with
+ * included) with the Relu's max(0, .) of them, and unobserved (the plan
+ * keeps each Relu's output apart from its norm's input, which the pass
+ * reads: the metrics count both Relus fused); training models, with
  * nothing anchored but the loss and gradients (the Relu written over the
  * norm's output) and with the norm and the Relu anchored: the same losses,
  * weight gradients and anchored values, to the bit, over SGD steps.
@@ -175,13 +175,34 @@ static void bn_relu_models(void) {
     for (int i = 0; i < B; i++) ys[i] = i % K;
     ts_tensor *loss[2], *out[2];
     ts_graph *g[2] = {cnn(false, &loss[0], &out[0]), cnn(true, &loss[1], &out[1])};
-    ts_model *inf[2] = {model(g[0], loss[0], out[0], false, true), model(g[1], loss[1], out[1], false, true)};
-    if (inf[0] && inf[1]) {
-        CHECK_OK(run(inf[0]), "inference (BatchNorm + Relu)");
-        CHECK_OK(run(inf[1]), "inference (Scale between)");
-        CHECK(same_anchor(inf[0], inf[1], "logits", B * K), "inference: the logits, the same bits");
-        norm_and_relu(inf[0], "inference");
-        CHECK(same_anchor(inf[0], inf[1], "r", B * CO * HW * HW), "inference: the anchored Relu, the same bits");
+    for (int observed = 0; observed < 2; observed++) {
+        ts_model *inf[2] = {model(g[0], loss[0], out[0], false, observed), model(g[1], loss[1], out[1], false, observed)};
+        const char *how = observed ? "norm and Relu anchored" : "nothing anchored";
+        if (inf[0] && inf[1]) {
+            ts_metrics_reset();
+            CHECK_OK(run(inf[0]), "inference (BatchNorm + Relu, %s)", how);
+            int64_t took = ts_counter_get("FusedOps.Relu"); /* both norms' passes took their Relu */
+            ts_metrics_reset();
+            CHECK_OK(run(inf[1]), "inference (Scale between, %s)", how);
+            CHECK(took == 2 && ts_counter_get("FusedOps.Relu") == 0, "inference (%s): FusedOps.Relu counts %lld of 2, none in the twin",
+                  how, (long long)took);
+            CHECK(same_anchor(inf[0], inf[1], "logits", B * K), "inference (%s): the logits, the same bits", how);
+            /* each Relu in its norm's input's cell (the pass writes it over
+             * the input element for element): no more activations than the
+             * twin's, whose Relus take dead cells */
+            ts_model_memory mem[2];
+            if (!ts_model_memory_get(inf[0], &mem[0]) && !ts_model_memory_get(inf[1], &mem[1]))
+                CHECK(mem[0].activations <= mem[1].activations, "inference (%s): the activations' arena %lld bytes, the twin's %lld", how,
+                      (long long)mem[0].activations, (long long)mem[1].activations);
+            else
+                CHECK(0, "inference (%s): the models' memory read", how);
+            if (observed) {
+                norm_and_relu(inf[0], "inference");
+                CHECK(same_anchor(inf[0], inf[1], "r", B * CO * HW * HW) && same_anchor(inf[0], inf[1], "bn", B * CO * HW * HW),
+                      "inference: the anchored norm and Relu, the same bits");
+            }
+        }
+        ts_model_free(inf[0]), ts_model_free(inf[1]);
     }
     for (int observed = 0; observed < 2; observed++) {
         ts_model *tr[2] = {model(g[0], loss[0], out[0], true, observed), model(g[1], loss[1], out[1], true, observed)};
@@ -205,7 +226,7 @@ static void bn_relu_models(void) {
         }
         ts_model_free(tr[0]), ts_model_free(tr[1]);
     }
-    for (int k = 0; k < 2; k++) ts_model_free(inf[k]), ts_graph_free(g[k]);
+    for (int k = 0; k < 2; k++) ts_graph_free(g[k]);
 }
 
 /* ---- LayerNorm and the op after it: the kernel, rows of D */
@@ -300,9 +321,7 @@ static void ln_act_models(void) {
                 int64_t act = ts_counter_get("FusedOps.Activation"), relu = ts_counter_get("FusedOps.Relu");
                 ts_metrics_reset();
                 CHECK_OK(ln_run(m[1]), "%s, run %d (Scale between)", how, s + 1);
-                /* inference: the plan gives the second norm's Relu the norm's
-                 * input, which its pass reads, so that one runs apart */
-                CHECK(act > 0 && (relu > 0 || !training) && ts_counter_get("FusedOps.Activation") + ts_counter_get("FusedOps.Relu") == 0,
+                CHECK(act == 1 && relu == 1 && ts_counter_get("FusedOps.Activation") + ts_counter_get("FusedOps.Relu") == 0,
                       "%s, run %d: FusedOps counts the norms' Gelu (%lld) and Relu (%lld), none in the twin", how, s + 1, (long long)act,
                       (long long)relu);
                 CHECK(same_anchor(m[0], m[1], "logits", LB * LK), "%s, run %d: the logits, to the bit", how, s + 1);

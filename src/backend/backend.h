@@ -138,16 +138,22 @@ typedef struct ts_kernel_row {
      * bias Add that follows it (exec.c's bias_fusable) */
     bool fuses_bias;
     /* the forward honours kctx.relu_out (Conv, BatchNorm): the executor
-     * may hand it the Relu that follows it (exec.c's relu_fusable) */
+     * may hand it the Relu that follows it (exec.c's pass_fusable) */
     bool fuses_relu;
     /* the forward honours kctx.act and act_out (LayerNorm): the executor
      * may hand it the op of ew_math.h's unary family that follows it
-     * (exec.c's unary_fusable) */
+     * (exec.c's pass_fusable) */
     bool fuses_unary;
     /* the forward honours kctx.residual and residual_out (Conv): the
      * executor may hand it the residual Add and the Relu that follow it
      * (exec.c's add_relu_fusable) */
     bool fuses_add_relu;
+    /* the forward's output pass (a fused op's output too: relu_out,
+     * act_out) may write over its input 0 exactly, element for element: it
+     * reads each row of that input before it writes the row's outputs, and
+     * no other row (BatchNorm, LayerNorm). The memory plan may then give
+     * the fused op's output the input's cell (ts_pass_over_input). */
+    bool pass_over_in0;
 } ts_kernel_row;
 
 /* A point on a stream, for timing kernels: ns once complete (the CPU's

@@ -721,7 +721,7 @@ static void plan_intervals(mem_plan *mp) {
             }
             root[t->id] = t->id;
             iv_of[t->id] = mp->n_iv;
-            iv[mp->n_iv] = (ts_interval){fwd[t->id], end, bytes, 0};
+            iv[mp->n_iv] = (ts_interval){.start = fwd[t->id], .end = end, .bytes = bytes};
             mp->iv_entry[mp->n_iv++] = e;
         } else if (en->kind == TS_KIND_GRAD && activation) {
             if (last_grad[t->id] >= 0 && p->grad_shared[p->order[last_grad[t->id]]]) continue; /* its view's buffer (below) */
@@ -730,10 +730,10 @@ static void plan_intervals(mem_plan *mp) {
             if (t->id == m->loss) start = BWD(t->id);
             int64_t end = kept_to_pass_end(m, en, bytes, &mp->kept_bytes) ? 2 * L - 1 : BWD(t->id);
             giv_of[t->id] = mp->n_iv;
-            iv[mp->n_iv] = (ts_interval){start, end, bytes, 0};
+            iv[mp->n_iv] = (ts_interval){.start = start, .end = end, .bytes = bytes};
             mp->iv_entry[mp->n_iv++] = e;
         } else if (en->kind == TS_KIND_GRAD && t->op == TS_OP_INPUT) {
-            iv[mp->n_iv] = (ts_interval){0, end_of_step, bytes, 0}; /* read after the backward pass */
+            iv[mp->n_iv] = (ts_interval){.start = 0, .end = end_of_step, .bytes = bytes}; /* read after the backward pass */
             mp->iv_entry[mp->n_iv++] = e;
         } else if (en->kind == TS_KIND_GRAD || (en->kind == TS_KIND_ACCUM && !mp->alias_accum)) {
             mp->grads_bytes += (bytes + 63) / 64 * 64;
@@ -755,6 +755,35 @@ static void plan_intervals(mem_plan *mp) {
     }
 }
 #undef BWD
+
+/* An op that a producer's output pass does in its stead (ts_pass_takes,
+ * the executor's choice by the same rule) writes its output in the
+ * producer's step: that output lives from there, so that the plan never
+ * gives it what the producer still reads (its inputs, its own value, a
+ * residual), which the pass would write over while reading. Except where
+ * the pass may write it over the producer's input element for element
+ * (ts_pass_over_input: an inference norm's Relu) and the producer reads
+ * that input last: then the output takes the input's cell (same_as), as
+ * an unfused plan could have given it, and the arena does not grow. */
+static void plan_passes(mem_plan *mp) {
+    const ts_prog *p = mp->p;
+    const ts_kernel_row *rows = mp->m->dev.backend->kernels;
+    ts_interval *iv = mp->iv;
+    for (int k = 0; k < mp->L; k++) {
+        int took[2];
+        ts_pass_kind kind = ts_pass_takes(p, mp->g, rows, k, took);
+        if (kind == TS_PASS_NONE) continue;
+        int64_t v = mp->iv_of[took[0]], x = mp->root[mp->g->t[p->order[k]]->in[0]], h = x >= 0 ? mp->iv_of[x] : -1;
+        if (v >= 0 && h >= 0 && iv[h].end == k && iv[h].bytes == iv[v].bytes && ts_pass_over_input(p, mp->g, rows, k, kind, took[0])) {
+            iv[v].same_as = (int)h + 1;
+            continue;
+        }
+        for (int q = 0; q < 2 && took[q] >= 0; q++) {
+            v = mp->iv_of[took[q]];
+            if (v >= 0 && iv[v].start > k) iv[v].start = k;
+        }
+    }
+}
 
 /* The two arenas laid out and allocated; each activation's entry (and a
  * view's, and a shared gradient's) pointed into its own. */
@@ -974,6 +1003,7 @@ static ts_status plan_memory(const ts_model_def *m, ts_prog *p) {
         plan_liveness(&mp);
         plan_view_gradients(&mp);
         plan_intervals(&mp);
+        plan_passes(&mp);
         if (!(st = plan_arenas(&mp))) {
             plan_fixed_storage(&mp);
             if (!(st = plan_zeroing(&mp)) && !(st = plan_scratch(&mp)) && !(st = plan_cells(p, mp.g))) st = plan_staging(&mp);

@@ -6,6 +6,8 @@
  * tensors plans in milliseconds. */
 #include "compile/program.h"
 
+#include "backend/ew_math.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -108,20 +110,47 @@ static size_t linear_scan(ts_interval **sorted, int n) {
     return total;
 }
 
-/* Returns the arena size; each interval gets an aligned offset. */
+/* The interval whose cell interval i takes, through a chain (itself if none). */
+static int cell_of(const ts_interval *iv, int i) {
+    while (iv[i].same_as) i = iv[i].same_as - 1;
+    return i;
+}
+
+static size_t place(ts_interval **sorted, int n);
+
+/* Returns the arena size; each interval gets an aligned offset. One that
+ * takes another's cell (same_as) gets that one's: the cell is planned over
+ * both lifetimes. */
 size_t ts_memplan(ts_interval *iv, int n) {
     if (n <= 0) return 0;
     ts_interval **sorted = ts_malloc((size_t)n * sizeof *sorted);
-    if (!sorted) return (size_t)-1;
+    int64_t *ends = ts_malloc((size_t)n * sizeof *ends);
+    if (!sorted || !ends) {
+        ts_free(sorted), ts_free(ends);
+        return (size_t)-1;
+    }
+    int m = 0;
     for (int i = 0; i < n; i++) {
         iv[i].bytes = (iv[i].bytes + ALIGN - 1) / ALIGN * ALIGN;
-        sorted[i] = &iv[i];
+        ends[i] = iv[i].end;
+        if (!iv[i].same_as) sorted[m++] = &iv[i];
     }
-    if (n > GREEDY_MAX) {
-        size_t total = linear_scan(sorted, n);
-        ts_free(sorted);
-        return total;
+    for (int i = 0; i < n; i++) {
+        ts_interval *c = &iv[cell_of(iv, i)];
+        if (c->end < ends[i]) c->end = ends[i];
     }
+    size_t total = place(sorted, m);
+    for (int i = 0; i < n; i++) {
+        iv[i].offset = iv[cell_of(iv, i)].offset;
+        iv[i].end = ends[i];
+    }
+    ts_free(sorted), ts_free(ends);
+    return total;
+}
+
+/* The intervals' offsets, sorted's order their own; the arena's size. */
+static size_t place(ts_interval **sorted, int n) {
+    if (n > GREEDY_MAX) return linear_scan(sorted, n);
     qsort(sorted, (size_t)n, sizeof *sorted, by_size_desc);
     size_t total = 0;
     for (int i = 0; i < n; i++) {
@@ -143,6 +172,57 @@ size_t ts_memplan(ts_interval *iv, int n) {
         cur->offset = offset;
         if (offset + cur->bytes > total) total = offset + cur->bytes;
     }
-    ts_free(sorted);
     return total;
+}
+
+/* Node b's compiled shape is node a's. */
+static bool same_shape(const ts_prog *p, int a, int b) {
+    const ts_shape *x = &p->shape[a], *y = &p->shape[b];
+    return x->ndim == y->ndim && memcmp(x->d, y->d, (size_t)x->ndim * sizeof x->d[0]) == 0;
+}
+
+/* Node a, of n_in inputs, node i's value its input j and no other, where
+ * neither rounds to 16 bits and both hold float32: what an output pass may
+ * take over. */
+static bool follows(const ts_graph *g, int i, int a, int n_in, int j) {
+    const ts_tensor *t = g->t[a], *x = g->t[i];
+    return t->n_in == n_in && t->in[j] == i && (n_in == 1 || t->in[1 - j] != i) && t->dtype == TS_F32 && x->dtype == TS_F32 &&
+           !ts_dtype_is_half(x->grid) && !ts_dtype_is_half(t->grid);
+}
+
+ts_pass_kind ts_pass_takes(const ts_prog *p, const ts_graph *g, const ts_kernel_row *rows, int k, int took[2]) {
+    took[0] = took[1] = -1;
+    if (k + 1 >= p->n_order) return TS_PASS_NONE;
+    int i = p->order[k], a = p->order[k + 1];
+    const ts_kernel_row *row = &rows[g->t[i]->op];
+    const ts_tensor *t = g->t[a];
+    if (row->fuses_bias && t->op == TS_OP_ADD && follows(g, i, a, 2, 0)) { /* [M, N] + a row [N] or [1, N] */
+        const ts_shape *o = &p->shape[a], *b = &p->shape[t->in[1]];
+        int64_t N = o->d[o->ndim - 1];
+        if (o->ndim == 2 && same_shape(p, i, a) && ((b->ndim == 1 && b->d[0] == N) || (b->ndim == 2 && b->d[0] == 1 && b->d[1] == N))) {
+            took[0] = a;
+            return TS_PASS_BIAS;
+        }
+    }
+    if (row->fuses_add_relu && t->op == TS_OP_ADD && k + 2 < p->n_order && (follows(g, i, a, 2, 0) || follows(g, i, a, 2, 1))) {
+        int r = p->order[k + 2]; /* the Conv's value either input of the Add, the residual the other, all of one shape */
+        if (g->t[r]->op == TS_OP_RELU && follows(g, a, r, 1, 0) && same_shape(p, i, a) && same_shape(p, t->in[0], t->in[1])) {
+            took[0] = a, took[1] = r;
+            return TS_PASS_ADD_RELU;
+        }
+    }
+    if ((row->fuses_relu && t->op == TS_OP_RELU) || (row->fuses_unary && ts_ewu_kind(t) != TS_EWU_NONE)) {
+        if (follows(g, i, a, 1, 0)) {
+            took[0] = a;
+            return t->op == TS_OP_RELU ? TS_PASS_RELU : TS_PASS_UNARY;
+        }
+    }
+    return TS_PASS_NONE;
+}
+
+bool ts_pass_over_input(const ts_prog *p, const ts_graph *g, const ts_kernel_row *rows, int k, ts_pass_kind kind, int op) {
+    const ts_tensor *t = g->t[p->order[k]];
+    if ((kind != TS_PASS_RELU && kind != TS_PASS_UNARY) || !rows[t->op].pass_over_in0 || t->n_in < 1) return false;
+    const ts_tensor *x = g->t[t->in[0]];
+    return x->dtype == TS_F32 && !ts_dtype_is_half(x->grid) && same_shape(p, x->id, op);
 }

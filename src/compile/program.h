@@ -387,12 +387,37 @@ double ts_prog_op_flops(const ts_prog *p, const ts_tensor *t);
 int ts_prog_backward_reads(const ts_prog *p, const ts_tensor *t, int reads[TS_MAX_INPUTS + 2]);
 int ts_prog_backward_writes(const ts_prog *p, const ts_tensor *t, int writes[TS_MAX_INPUTS]);
 
-/* memplan.c: offsets for buffers live over [start, end] (inclusive). */
+/* memplan.c: offsets for buffers live over [start, end] (inclusive). A
+ * buffer may take another's cell after it (same_as: 1 + that one's index,
+ * of as many bytes, live before it; 0: a cell of its own). */
 typedef struct ts_interval {
     int64_t start, end;
     size_t bytes;
     size_t offset; /* out */
+    int same_as;
 } ts_interval;
 size_t ts_memplan(ts_interval *iv, int n);
+/* The ops after order[k] that its output pass may do in their stead
+ * (exec.c's forward; docs/backend.md): a Linear's bias Add (a MatMul whose
+ * row fuses_bias, then an Add of it and a bias row), a residual Add and its
+ * Relu (a Conv whose row fuses_add_relu, then an Add of it and another
+ * value of its shape, then a Relu of that), a Relu (fuses_relu), an op of
+ * ew_math.h's unary family (fuses_unary); each of the producer alone,
+ * float32 and not rounded to 16 bits. By the graph and the backend's rows
+ * alone: the executor asks it, then whether the op runs there (its stage,
+ * not skipped) and whether the buffers let the pass write where it must;
+ * the memory plan asks it so that they do (a taken op's output lives from
+ * its producer's step). took[0] the op (the Add, for a residual), took[1]
+ * the residual's Relu. */
+typedef enum ts_pass_kind { TS_PASS_NONE, TS_PASS_BIAS, TS_PASS_ADD_RELU, TS_PASS_RELU, TS_PASS_UNARY } ts_pass_kind;
+ts_pass_kind ts_pass_takes(const ts_prog *p, const ts_graph *g, const ts_kernel_row *rows, int k, int took[2]);
+/* Whether the op of kind `kind` that order[k]'s pass takes (ts_pass_takes'
+ * took[0]), a Relu or a unary op, may write its output exactly over its
+ * producer's input 0, in that input's cell: the producer's row says its
+ * pass may (pass_over_in0), the input is float32, of the output's shape.
+ * The plan gives the op that cell where the producer is the input's last
+ * reader; the executor lets the pass write there where nothing observes
+ * the input (a numeric check's report reads a failed output's inputs). */
+bool ts_pass_over_input(const ts_prog *p, const ts_graph *g, const ts_kernel_row *rows, int k, ts_pass_kind kind, int op);
 
 #endif

@@ -178,32 +178,23 @@ static void choose_fusions(ts_run *run) {
 /* Whether [a, a + n) and [b, b + k) floats share memory. */
 static bool overlaps(const float *a, int64_t n, const float *b, int64_t k) { return a < b + k && b < a + n; }
 
-/* A Linear's bias Add done in its product's output pass: node order[k] a
- * MatMul whose row fuses_bias (mk its arguments), the next node in the
- * order an Add of it and a float32 bias row [N] (or [1, N]) broadcast over
- * its [M, N] output. Then *ac holds the Add's arguments, the MatMul's
- * kernel writes the Add's output and the Add's kernel is skipped (its
- * observers run as ever: names, watches and anchors unchanged, the same
- * float sums). The product keeps its own value unless the Add writes in
- * place, which only an unobserved product may; the Add's output must not
- * overlap what the product reads. */
-/* The node after order[k] where it is an `op` of n_in inputs whose first
- * is order[k]'s value (and no other), runs here, is not skipped, and
- * neither rounds to 16 bits: what an output pass may take over; else -1. */
-static int next_fusable(const ts_run *run, int k, ts_op op, int n_in) {
-    const ts_prog *p = run->prog;
-    if (k + 1 >= p->n_order) return -1;
-    int i = p->order[k], a = p->order[k + 1];
-    const ts_tensor *t = run->g->t[a];
-    if (t->op != op || t->n_in != n_in || t->in[0] != i || (n_in > 1 && t->in[1] == i) || !ts_in_stage(run, a) || (p->skip && p->skip[a]))
-        return -1;
-    return ts_dtype_is_half(run->g->t[i]->grid) || ts_dtype_is_half(t->grid) ? -1 : a;
-}
+/* Whether node a runs here now: this rank's stage, not a fused attention's
+ * twin that its one pass stands for. */
+static bool runs_here(const ts_run *run, int a) { return ts_in_stage(run, a) && !(run->prog->skip && run->prog->skip[a]); }
 
-static bool bias_fusable(const ts_run *run, int k, int64_t mb, const ts_kctx *mk, ts_kctx *ac) {
+/* A Linear's bias Add done in its product's output pass: node order[k] a
+ * MatMul whose row fuses_bias (mk its arguments), node a the next in the
+ * order, an Add of it and a float32 bias row [N] (or [1, N]) broadcast
+ * over its [M, N] output (ts_pass_takes' TS_PASS_BIAS). Then *ac holds the
+ * Add's arguments, the MatMul's kernel writes the Add's output and the
+ * Add's kernel is skipped (its observers run as ever: names, watches and
+ * anchors unchanged, the same float sums). The product keeps its own value
+ * unless the Add writes in place, which only an unobserved product may;
+ * the Add's output must not overlap what the product reads. */
+static bool bias_fusable(const ts_run *run, int k, int a, int64_t mb, const ts_kctx *mk, ts_kctx *ac) {
     const ts_prog *p = run->prog;
-    int i = p->order[k], a = next_fusable(run, k, TS_OP_ADD, 2);
-    if (a < 0 || mk->out_dtype != TS_F32 || mk->in_dtype[0] != TS_F32 ||
+    int i = p->order[k];
+    if (mk->out_dtype != TS_F32 || mk->in_dtype[0] != TS_F32 ||
         mk->in_dtype[1] != TS_F32 || mk->out_shape.ndim != 2 || !mk->in[0] || !mk->in[1] || !mk->out)
         return false;
     *ac = make_ctx(run, a, mb);
@@ -246,13 +237,18 @@ static bool follower_lets_go(const ts_run *run, int i, int a) {
 }
 
 /* Whether output `o` (n floats) of a fused output pass may be where it is:
- * apart from what the producer reads (ck's inputs), and from each earlier value
- * of the pass (`prev`, of the entries `ent`, n floats each) unless it is
- * that one exactly (in place), which only an unobserved value may be. */
+ * apart from what the producer reads (ck's inputs) unless over_in0 and it
+ * is input 0 exactly (the pass may write there element for element), and
+ * from each earlier value of the pass (`prev`, of the entries `ent`, n
+ * floats each) unless it is that one exactly (in place), which only an
+ * unobserved value may be. */
 static bool pass_output_ok(const ts_run *run, const ts_kctx *ck, const float *o, int64_t n, const float *const *prev, const int *ent,
-                           int n_prev) {
-    for (int j = 0; j < ck->n_in; j++)
-        if (ck->in[j] && overlaps(o, n, ck->in[j], ts_shape_numel(&ck->in_shape[j]))) return false;
+                           int n_prev, bool over_in0) {
+    for (int j = 0; j < ck->n_in; j++) {
+        int64_t m = ts_shape_numel(&ck->in_shape[j]);
+        if (j == 0 && over_in0 && o == ck->in[0] && m == n) continue;
+        if (ck->in[j] && overlaps(o, n, ck->in[j], m)) return false;
+    }
     for (int q = 0; q < n_prev; q++) {
         if (o == prev[q] && run->prog->entries[ent[q]].observed) return false;
         if (o != prev[q] && overlaps(o, n, prev[q], n)) return false;
@@ -262,21 +258,24 @@ static bool pass_output_ok(const ts_run *run, const ts_kctx *ck, const float *o,
 
 /* An elementwise op done in its producer's output pass, as bias_fusable
  * does a Linear's bias: node order[k] the producer (ck its arguments),
- * node a (next_fusable's: the next in the order, of the producer alone; -1
- * none) the op, float32 both. Then *rc holds the op's arguments, the
- * producer's kernel writes the op's output too (the op's own formula over
- * the same floats, its bits) and the op's kernel is skipped, its observers
- * run as ever. The producer keeps its own value unless the op writes in
- * place, which only an unobserved producer may whose backward does not
- * read its output (a Conv's reads its input; a BatchNorm's its input and
- * the statistics it kept; a LayerNorm's likewise) and whose value the op's
- * backward does not read (follower_lets_go); the op's output must not
- * overlap what the producer reads or updates (a BatchNorm's running
- * buffers). */
-static bool pass_fusable(const ts_run *run, int k, int a, int64_t mb, const ts_kctx *ck, ts_kctx *rc) {
+ * node a the op (ts_pass_takes' TS_PASS_RELU or TS_PASS_UNARY: the next in
+ * the order, of the producer alone), float32 both. A Relu (the producer's
+ * row fuses_relu: a Conv, a BatchNorm, a LayerNorm) is written into
+ * ts_kctx.relu_out; an op of ew_math.h's unary family (fuses_unary: a
+ * LayerNorm) into act_out, its node in act. Then *rc holds the op's
+ * arguments, the producer's kernel writes the op's output too (the op's
+ * own formula over the same floats, its bits) and the op's kernel is
+ * skipped, its observers run as ever. The producer keeps its own value
+ * unless the op writes in place, which only an unobserved producer may
+ * whose backward does not read its output (a Conv's reads its input; a
+ * BatchNorm's its input and the statistics it kept; a LayerNorm's
+ * likewise) and whose value the op's backward does not read
+ * (follower_lets_go); the op's output must not overlap what the producer
+ * reads or updates (a BatchNorm's running buffers). */
+static bool pass_fusable(const ts_run *run, int k, ts_pass_kind kind, int a, int64_t mb, const ts_kctx *ck, ts_kctx *rc) {
     const ts_prog *p = run->prog;
     int i = p->order[k];
-    if (a < 0 || ck->out_dtype != TS_F32 || !ck->out || !ck->in[0]) return false;
+    if (ck->out_dtype != TS_F32 || !ck->out || !ck->in[0]) return false;
     for (int j = 0; j < ck->n_in; j++)
         if (ck->in[j] && ck->in_dtype[j] != TS_F32) return false;
     *rc = make_ctx(run, a, mb);
@@ -286,68 +285,32 @@ static bool pass_fusable(const ts_run *run, int k, int a, int64_t mb, const ts_k
     if (out == ck->out) /* in place: the producer's value becomes the op's */
         return !p->entries[p->value_entry[i]].observed && !ts_op_get(run->g->t[i]->op)->needs_output && follower_lets_go(run, i, a);
     const float *prev = ck->out;
-    return pass_output_ok(run, ck, out, n, &prev, &p->value_entry[i], 1);
+    const ts_tensor *t = run->g->t[i];
+    bool over_in0 = ts_pass_over_input(p, run->g, run->dev.backend->kernels, k, kind, a) && !p->entries[p->value_entry[t->in[0]]].observed;
+    return pass_output_ok(run, ck, out, n, &prev, &p->value_entry[i], 1, over_in0);
 }
 
-/* A Relu done in the output pass of the op before it, whose row
- * fuses_relu (a Conv, a BatchNorm, a LayerNorm): pass_fusable's terms,
- * the kernel writing max(0, x) into ts_kctx.relu_out. */
-static bool relu_fusable(const ts_run *run, int k, int64_t mb, const ts_kctx *ck, ts_kctx *rc) {
-    return pass_fusable(run, k, next_fusable(run, k, TS_OP_RELU, 1), mb, ck, rc);
-}
-
-/* An op of ew_math.h's unary family (a Gelu, ...) done in the output pass
- * of the op before it, whose row fuses_unary (a LayerNorm): likewise, the
- * kernel writing f(x) into ts_kctx.act_out, the op's node in act. */
-static bool unary_fusable(const ts_run *run, int k, int64_t mb, const ts_kctx *ck, ts_kctx *rc) {
-    const ts_prog *p = run->prog;
-    if (k + 1 >= p->n_order) return false;
-    const ts_tensor *t = run->g->t[p->order[k + 1]];
-    return ts_ewu_kind(t) != TS_EWU_NONE && pass_fusable(run, k, next_fusable(run, k, t->op, 1), mb, ck, rc);
-}
-
-/* The Add after order[k] (its value at the Add's input *j, the other
- * being any other value) that an output pass may take over: as
- * next_fusable, either way round (an Add's sum is the same bits either
- * way); else -1. */
-static int next_add_of(const ts_run *run, int k, int *j) {
-    const ts_prog *p = run->prog;
-    int a = next_fusable(run, k, TS_OP_ADD, 2);
-    *j = 0;
-    if (a >= 0 || k + 1 >= p->n_order) return a;
-    int i = p->order[k];
-    a = p->order[k + 1];
-    const ts_tensor *t = run->g->t[a];
-    if (t->op != TS_OP_ADD || t->n_in != 2 || t->in[1] != i || t->in[0] == i || !ts_in_stage(run, a) || (p->skip && p->skip[a]) ||
-        ts_dtype_is_half(run->g->t[i]->grid) || ts_dtype_is_half(t->grid))
-        return -1;
-    *j = 1;
-    return a;
-}
-
-/* A residual block's end done in a Conv's output pass, as relu_fusable
+/* A residual block's end done in a Conv's output pass, as pass_fusable
  * does a Relu alone: node order[k] a Conv whose row fuses_add_relu (kc its
- * arguments), the next node an Add of it and another value of the same
- * shape (the residual, either input), the node after a Relu of that Add,
- * float32 all. Then kc's residual, residual_out and relu_out are set: the
- * Conv's kernel writes the sum and the Relu's output (the same floats added
- * in the same pass: the Add's and the Relu's bits) and both kernels are
- * skipped, their observers run as ever. The sum is not kept where the
- * Relu alone reads it (product_unread: an inference model's plan may
- * have given its memory to the Conv's input), nor the Conv's value where
- * the Add alone reads it: the kernel then writes the Relu's output alone,
- * in place. An output kept may be in place over an earlier value of the
- * pass (the Conv's, the residual, the sum) where that one is unobserved
- * (the pass writes each after reading it); otherwise it keeps its own
- * memory, and none overlaps what the Conv reads (the residual too stays
- * apart from the Conv's output). Training too: the Relu's backward reads
- * its output, the Add's nothing, the Conv's its inputs. */
-static bool add_relu_fusable(const ts_run *run, int k, int64_t mb, ts_kctx *kc) {
+ * arguments), took[0] the next node, an Add of it and another value of the
+ * same shape (the residual, either input), took[1] the node after, a Relu
+ * of that Add (ts_pass_takes' TS_PASS_ADD_RELU), float32 all. Then kc's
+ * residual, residual_out and relu_out are set: the Conv's kernel writes
+ * the sum and the Relu's output (the same floats added in the same pass:
+ * the Add's and the Relu's bits) and both kernels are skipped, their
+ * observers run as ever. The sum is not kept where the Relu alone reads it
+ * (product_unread), nor the Conv's value where the Add alone reads it: the
+ * kernel then writes the Relu's output alone, in place. An output kept may
+ * be in place over an earlier value of the pass (the Conv's, the residual,
+ * the sum) where that one is unobserved (the pass writes each after
+ * reading it); otherwise it keeps its own memory, and none overlaps what
+ * the Conv reads (the residual too stays apart from the Conv's output).
+ * Training too: the Relu's backward reads its output, the Add's nothing,
+ * the Conv's its inputs. */
+static bool add_relu_fusable(const ts_run *run, int k, const int took[2], int64_t mb, ts_kctx *kc) {
     const ts_prog *p = run->prog;
-    int i = p->order[k], j, a = next_add_of(run, k, &j);
-    if (a < 0 || kc->out_dtype != TS_F32 || !kc->out || !kc->in[0] || !kc->in[1]) return false;
-    int r = next_fusable(run, k + 1, TS_OP_RELU, 1);
-    if (r < 0) return false;
+    int i = p->order[k], a = took[0], r = took[1], j = run->g->t[a]->in[1] == i;
+    if (kc->out_dtype != TS_F32 || !kc->out || !kc->in[0] || !kc->in[1]) return false;
     for (int q = 0; q < kc->n_in; q++)
         if (kc->in_dtype[q] != TS_F32) return false;
     ts_kctx ac = make_ctx(run, a, mb), rc = make_ctx(run, r, mb);
@@ -362,8 +325,8 @@ static bool add_relu_fusable(const ts_run *run, int k, int64_t mb, ts_kctx *kc) 
     float *sum = rc.out == ac.out || !product_unread(run, a) ? ac.out : NULL;
     const float *prev[3] = {kc->out, res, sum};
     int ent[3] = {p->value_entry[i], p->value_entry[res_node], p->value_entry[a]};
-    if (overlaps(res, n, kc->out, n) || (sum && !pass_output_ok(run, kc, sum, n, prev, ent, 2)) ||
-        !pass_output_ok(run, kc, rc.out, n, prev, ent, sum ? 3 : 2))
+    if (overlaps(res, n, kc->out, n) || (sum && !pass_output_ok(run, kc, sum, n, prev, ent, 2, false)) ||
+        !pass_output_ok(run, kc, rc.out, n, prev, ent, sum ? 3 : 2, false))
         return false;
     kc->residual = res, kc->residual_out = sum, kc->relu_out = rc.out;
     if (kc->out != rc.out && kc->out != sum && product_unread(run, i)) { /* the Conv's value read by the Add alone: in place under them */
@@ -393,20 +356,23 @@ static ts_status forward(ts_run *run, int64_t mb) {
         }
         if (ts_op_holds_value(t->op)) continue; /* observed once per step */
         ts_kctx kc = make_ctx(run, i, mb), ac;
-        if (run->dev.backend->kernels[t->op].fuses_bias && bias_fusable(run, k, mb, &kc, &ac)) {
+        int took[2];
+        ts_pass_kind pk = ts_pass_takes(p, g, run->dev.backend->kernels, k, took);
+        if (pk != TS_PASS_NONE && (!runs_here(run, took[0]) || (took[1] >= 0 && !runs_here(run, took[1])))) pk = TS_PASS_NONE;
+        if (pk == TS_PASS_BIAS && bias_fusable(run, k, took[0], mb, &kc, &ac)) {
             kc.bias = ac.in[1], kc.bias_out = ac.out;
             if (kc.out != ac.out && product_unread(run, i)) kc.out = ac.out;
-            fused = p->order[k + 1], n_fused[0]++;
-        } else if (run->dev.backend->kernels[t->op].fuses_add_relu && add_relu_fusable(run, k, mb, &kc)) {
-            fused = p->order[k + 1], fused2 = p->order[k + 2], n_fused[1]++;
-        } else if (run->dev.backend->kernels[t->op].fuses_relu && relu_fusable(run, k, mb, &kc, &ac)) {
+            fused = took[0], n_fused[0]++;
+        } else if (pk == TS_PASS_ADD_RELU && add_relu_fusable(run, k, took, mb, &kc)) {
+            fused = took[0], fused2 = took[1], n_fused[1]++;
+        } else if (pk == TS_PASS_RELU && pass_fusable(run, k, pk, took[0], mb, &kc, &ac)) { /* the kernel writes max(0, x) into relu_out */
             kc.relu_out = ac.out;
             if (kc.out != ac.out && product_unread(run, i)) kc.out = ac.out;
-            fused = p->order[k + 1], n_fused[2]++;
-        } else if (run->dev.backend->kernels[t->op].fuses_unary && unary_fusable(run, k, mb, &kc, &ac)) {
+            fused = took[0], n_fused[2]++;
+        } else if (pk == TS_PASS_UNARY && pass_fusable(run, k, pk, took[0], mb, &kc, &ac)) { /* f(x) into act_out, the op's node in act */
             kc.act = ac.node, kc.act_out = ac.out;
-            if (kc.out != ac.out && product_unread(run, i) && follower_lets_go(run, i, p->order[k + 1])) kc.out = ac.out;
-            fused = p->order[k + 1], n_fused[3]++;
+            if (kc.out != ac.out && product_unread(run, i) && follower_lets_go(run, i, took[0])) kc.out = ac.out;
+            fused = took[0], n_fused[3]++;
         }
         ts_op_call call = {i, false, mb, &kc, 0, 0, tr};
         ts_status st = check_computed_indices(run, &kc);
