@@ -10,11 +10,11 @@
 #include <string.h>
 
 /* A loop per kind for the ones models spend time in (GELU, Erf, Exp,
- * Sqrt, Abs): the kind is a constant there, so the math inlines and the
+ * Sqrt, Abs, SiLU): the kind is a constant there, so the math inlines and the
  * loop vectorises; the rest share one loop. Pow 2 (RMSNorm's square, as
  * exported) is x * x: powf's call per element was the dearest pass of a
  * small Llama's step. */
-#define EWU_HOT_KINDS(X) X(TS_EWU_GELU) X(TS_EWU_GELU_TANH) X(TS_EWU_ERF) X(TS_EWU_EXP) X(TS_EWU_SQRT) X(TS_EWU_ABS)
+#define EWU_HOT_KINDS(X) X(TS_EWU_GELU) X(TS_EWU_GELU_TANH) X(TS_EWU_ERF) X(TS_EWU_EXP) X(TS_EWU_SQRT) X(TS_EWU_ABS) X(TS_EWU_SILU)
 
 static void unary_forward(int kind, float *restrict y, const float *restrict x, float pw, float pb, int64_t n) {
     if (kind == TS_EWU_POW && pw == 2.0f) {
