@@ -107,6 +107,13 @@ typedef struct ts_kctx {
      * (the executor sets them, and skips both kernels). */
     const float *residual;
     float *residual_out;
+    /* Silu forward whose row fuses_gate: the Mul of its output by `gate`
+     * (another value of its shape) that the executor hands it (exec.c's
+     * gate_fusable), done in its output pass: gate_out = f(x) * gate, as
+     * the Mul computes it; out is written too unless it is gate_out. NULL
+     * both: none (the executor skips the Mul's kernel). */
+    const float *gate;
+    float *gate_out;
 } ts_kctx;
 
 typedef void (*ts_kernel_fn)(const ts_kctx *k);
@@ -148,6 +155,10 @@ typedef struct ts_kernel_row {
      * executor may hand it the residual Add and the Relu that follow it
      * (exec.c's add_relu_fusable) */
     bool fuses_add_relu;
+    /* the forward honours kctx.gate and gate_out (Silu): the executor may
+     * hand it the Mul of its output by another value of its shape
+     * (exec.c's gate_fusable) */
+    bool fuses_gate;
 } ts_kernel_row;
 
 /* A point on a stream, for timing kernels: ns once complete (the CPU's

@@ -373,6 +373,67 @@ static bool add_relu_fusable(const ts_run *run, int k, int64_t mb, ts_kctx *kc) 
     return true;
 }
 
+/* Whether node a's output lies apart from x's n floats and s's (NULL: none). */
+static bool writes_apart(const ts_run *run, int a, int64_t mb, const float *x, const float *s, int64_t n) {
+    ts_kctx c = make_ctx(run, a, mb);
+    int64_t m = ts_shape_numel(&c.out_shape);
+    return !c.out || (!overlaps(c.out, m, x, n) && !(s && overlaps(c.out, m, s, n)));
+}
+
+/* A SiLU-gated product, silu(x) * u, done in one pass: node order[k] a
+ * Silu whose row fuses_gate (sc its arguments), read by one node alone, a
+ * later Mul of it and another value u of its shape (no broadcast), float32
+ * all. The Silu's kernel waits for the Mul's place in the order (u may be
+ * computed between the two, as Llama's MLP computes up(x)) and does both
+ * there: sc's gate and gate_out are set and the Mul's kernel is skipped,
+ * the observers of both running as ever. The Silu's value is written late,
+ * so it must be unobserved, not the loss nor a graph output, no numeric
+ * check on; nothing between the two may write over x or that value (an
+ * inference plan may give x's memory away once the Silu has read it); each
+ * output is where an input is (in place) or apart from it, and the two
+ * outputs apart. The value is kept where the Mul's backward reads it (u's
+ * gradient); else (product_unread) the pass writes the product alone, out
+ * set to it. Returns the Mul, or -1. */
+static int gate_fusable(const ts_run *run, int k, int64_t mb, ts_kctx *sc) {
+    const ts_prog *p = run->prog;
+    const ts_graph *g = run->g;
+    int i = p->order[k];
+    if (g->t[i]->op != TS_OP_SILU || p->readers[i] != 1 || p->entries[p->value_entry[i]].observed || i == run->loss ||
+        run->opts.check != TS_CHECK_OFF || ts_dtype_is_half(g->t[i]->grid) || sc->out_dtype != TS_F32 || sc->in_dtype[0] != TS_F32 || !sc->out ||
+        !sc->in[0])
+        return -1;
+    for (size_t o = 0; o < g->n_outputs; o++)
+        if (g->outputs[o] == i) return -1;
+    const float *x = sc->in[0];
+    float *s = sc->out;
+    int64_t n = ts_shape_numel(&sc->out_shape);
+    for (int q = k + 1; q < p->n_order; q++) {
+        int a = p->order[q];
+        const ts_tensor *t = g->t[a];
+        bool skipped = !ts_in_stage(run, a) || (p->skip && p->skip[a]) || t->op == TS_OP_INPUT || ts_op_holds_value(t->op);
+        if ((t->n_in < 1 || t->in[0] != i) && (t->n_in < 2 || t->in[1] != i)) { /* between the two: written apart from x and s */
+            if (!skipped && !ts_op_get(t->op)->view && !writes_apart(run, a, mb, x, s, n)) return -1;
+            continue;
+        }
+        if (skipped || t->op != TS_OP_MUL || t->n_in != 2 || t->in[0] == t->in[1] || ts_dtype_is_half(t->grid)) return -1;
+        ts_kctx mc = make_ctx(run, a, mb);
+        int j = t->in[0] == i ? 1 : 0;
+        const float *u = mc.in[j];
+        float *y = mc.out;
+        if (!ts_shape_equal(&mc.in_shape[j], &sc->out_shape) || !ts_shape_equal(&mc.out_shape, &sc->out_shape) || mc.in_dtype[j] != TS_F32 ||
+            mc.out_dtype != TS_F32 || !u || !y)
+            return -1;
+        bool keep = !product_unread(run, i) || p->grad_entry[t->in[j]] >= 0;
+        if ((y != x && overlaps(y, n, x, n)) || (y != u && overlaps(y, n, u, n)) ||
+            (keep && (overlaps(s, n, y, n) || overlaps(s, n, u, n) || (s != x && overlaps(s, n, x, n)))))
+            return -1;
+        sc->gate = u, sc->gate_out = y;
+        if (!keep) sc->out = y;
+        return a;
+    }
+    return -1;
+}
+
 static ts_status check_computed_indices(const ts_run *run, const ts_kctx *k);
 
 static ts_status forward(ts_run *run, int64_t mb) {
@@ -382,7 +443,9 @@ static ts_status forward(ts_run *run, int64_t mb) {
     uint64_t tf = tr ? ts_now_ns() : 0;
     if (p->n_fusions) choose_fusions(run);
     int fused = -1, fused2 = -1; /* the Add (Relu, Gelu, ...; a residual Add and its Relu) whose kernels the node before them ran */
-    int64_t n_fused[4] = {0}; /* the ops done in a producer's output pass, by kind (fused_kind), counted once a pass */
+    int64_t n_fused[5] = {0}; /* the ops done in a producer's output pass, by kind (fused_kind), counted once a pass */
+    int gate = -1;              /* the Mul whose place a Silu's kernel waits for (gate_fusable), the Silu's arguments in gc */
+    ts_kctx gc;
     for (int k = 0; k < p->n_order; k++) {
         int i = p->order[k];
         const ts_tensor *t = g->t[i];
@@ -407,17 +470,20 @@ static ts_status forward(ts_run *run, int64_t mb) {
             kc.act = ac.node, kc.act_out = ac.out;
             if (kc.out != ac.out && product_unread(run, i) && follower_lets_go(run, i, p->order[k + 1])) kc.out = ac.out;
             fused = p->order[k + 1], n_fused[3]++;
+        } else if (run->dev.backend->kernels[t->op].fuses_gate && i != fused && gate < 0 && (gate = gate_fusable(run, k, mb, &kc)) >= 0) {
+            gc = kc, n_fused[4]++;
         }
         ts_op_call call = {i, false, mb, &kc, 0, 0, tr};
         ts_status st = check_computed_indices(run, &kc);
         if (!st) st = ts_op_chain_run(run->chain.before, run->chain.n_before, run, &call);
         if (st) return st;
-        if (i != fused && i != fused2) run->dev.backend->kernels[t->op].forward(&kc); /* the bias Add (Relu, ...; Add and Relu): done by the node before it */
+        if (i == gate) run->dev.backend->kernels[gc.node->op].forward(&gc), gate = -1; /* a Silu's and its Mul's */
+        else if (i != fused && i != fused2 && !kc.gate_out) run->dev.backend->kernels[t->op].forward(&kc); /* the bias Add (Relu, ...; Add and Relu): done by the node before it */
         st = ts_op_chain_run(run->chain.after, run->chain.n_after, run, &call);
         if (st) return st;
     }
-    static const char *const kinds[4] = {"BiasAdd", "AddRelu", "Relu", "Activation"}; /* a residual Add and its Relu: one */
-    for (int q = 0; q < 4; q++)
+    static const char *const kinds[5] = {"BiasAdd", "AddRelu", "Relu", "Activation", "SiluMul"}; /* a residual Add and its Relu: one */
+    for (int q = 0; q < 5; q++)
         if (n_fused[q]) ts_counter_add_cause("FusedOps", kinds[q], n_fused[q]);
     if (tr) ts_trace_slice(TS_TRACE_FORWARD, NULL, NULL, NULL, 0, mb, tf, ts_now_ns());
     return TS_OK;

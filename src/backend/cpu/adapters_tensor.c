@@ -29,6 +29,10 @@ void ts_bwd_broadcast_binary(const ts_kctx *k) {
 }
 
 void ts_fwd_ew_unary(const ts_kctx *k) {
+    if (k->gate_out) { /* a Silu whose Mul the executor handed it */
+        ts_silu_mul_forward(k->pool, k->out == k->gate_out ? NULL : k->out, k->gate_out, k->in[0], k->gate, numel_out(k));
+        return;
+    }
     ts_ew_unary_forward(k->pool, ts_ewu_kind(k->node), k->out, k->in[0], k->node->fattr[0], k->node->fattr[1], numel_out(k));
 }
 void ts_bwd_ew_unary(const ts_kctx *k) {

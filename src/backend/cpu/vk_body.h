@@ -75,10 +75,22 @@ static void softmax_row(float *restrict y, const float *restrict x, int64_t n, b
     }
 }
 
+static void silu_mul(float *s, float *y, const float *x, const float *u, int64_t n) { /* y may be x or u (in place) */
+    if (s)
+        for (int64_t i = 0; i < n; i++) {
+            float v = ts_ewu_forward(TS_EWU_SILU, x[i], 0.0f, 0.0f);
+            s[i] = v;
+            y[i] = v * u[i];
+        }
+    else
+        for (int64_t i = 0; i < n; i++) y[i] = ts_ewu_forward(TS_EWU_SILU, x[i], 0.0f, 0.0f) * u[i];
+}
+
 extern const ts_vk TS_VK_TABLE;
 const ts_vk TS_VK_TABLE = {
     .name = TS_VK_NAME,
     .unary_forward = unary_forward,
     .unary_backward = unary_backward,
     .softmax_row = softmax_row,
+    .silu_mul = silu_mul,
 };
