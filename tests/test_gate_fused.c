@@ -157,7 +157,7 @@ static void gated_models(void) {
             for (int s = 0; s < (training ? STEPS : 1) && m[0] && m[1]; s++) {
                 ts_metrics_reset();
                 CHECK_OK(run(m[0]), "%s, run %d (Silu + Mul)", how, s + 1);
-                int64_t took = ts_counter_get("FusedOps.SiluMul");
+                int64_t took = ts_counter_get("FusedOps.SiluMul"), back = ts_counter_get("FusedOps.SiluMulBackward");
                 ts_metrics_reset();
                 CHECK_OK(run(m[1]), "%s, run %d (Scale between)", how, s + 1);
                 /* anchored, the first Silu is written at its own place: it
@@ -166,6 +166,8 @@ static void gated_models(void) {
                  * fusion fails the logits without that refusal) */
                 CHECK(took == (training && !observed ? 2 : 1) && ts_counter_get("FusedOps.SiluMul") == 0,
                       "%s, run %d: FusedOps.SiluMul counts %lld of the 2 gated products, none in the twin", how, s + 1, (long long)took);
+                CHECK(back == (training ? 2 : 0) && ts_counter_get("FusedOps.SiluMulBackward") == 0,
+                      "%s, run %d: FusedOps.SiluMulBackward counts %lld backward pairs, none in the twin", how, s + 1, (long long)back);
                 CHECK(same_anchor(m[0], m[1], "logits", B * K), "%s, run %d: the logits, to the bit", how, s + 1);
                 if (training)
                     CHECK(same_anchor(m[0], m[1], "loss", 1) && same_anchor(m[0], m[1], "dg1", H * D) && same_anchor(m[0], m[1], "du1", H * D) &&

@@ -114,6 +114,14 @@ typedef struct ts_kctx {
      * both: none (the executor skips the Mul's kernel). */
     const float *gate;
     float *gate_out;
+    /* Silu backward whose row fuses_gate: the backward of the Mul of its
+     * value s by `gate` (u) done with its own (exec.c's gate_bwd_fusable):
+     * din[0] (+)= (dy u) f'(x), dy the Mul's output gradient (gate_dout),
+     * dy u the value the Mul's backward gives s's gradient (0 + dy u where
+     * gate_plus: a gradient it adds to, zeroed). The Mul's backward left s's
+     * gradient unwritten. NULL: none. */
+    const float *gate_dout;
+    bool gate_plus;
 } ts_kctx;
 
 typedef void (*ts_kernel_fn)(const ts_kctx *k);

@@ -86,6 +86,20 @@ static void silu_mul(float *s, float *y, const float *x, const float *u, int64_t
         for (int64_t i = 0; i < n; i++) y[i] = ts_ewu_forward(TS_EWU_SILU, x[i], 0.0f, 0.0f) * u[i];
 }
 
+static void silu_mul_backward(float *dx, const float *dy, const float *u, const float *x, int64_t n, bool plus, bool store) { /* dx may be dy */
+#define SILU_MUL_BWD(DS) \
+    if (store) \
+        for (int64_t i = 0; i < n; i++) dx[i] = (DS) * ts_ewu_derivative(TS_EWU_SILU, x[i], 0.0f, 0.0f); \
+    else \
+        for (int64_t i = 0; i < n; i++) dx[i] += (DS) * ts_ewu_derivative(TS_EWU_SILU, x[i], 0.0f, 0.0f);
+    if (plus) {
+        SILU_MUL_BWD(0.0f + dy[i] * u[i])
+    } else {
+        SILU_MUL_BWD(dy[i] * u[i])
+    }
+#undef SILU_MUL_BWD
+}
+
 extern const ts_vk TS_VK_TABLE;
 const ts_vk TS_VK_TABLE = {
     .name = TS_VK_NAME,
@@ -93,4 +107,5 @@ const ts_vk TS_VK_TABLE = {
     .unary_backward = unary_backward,
     .softmax_row = softmax_row,
     .silu_mul = silu_mul,
+    .silu_mul_backward = silu_mul_backward,
 };
