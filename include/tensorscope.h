@@ -347,6 +347,8 @@ TS_API ts_tensor *ts_erf(ts_graph *g, ts_tensor *x);
 TS_API ts_tensor *ts_abs(ts_graph *g, ts_tensor *x);
 /* 0.5 x (1 + erf(x / sqrt 2)); tanh_approx: PyTorch's approximate='tanh'. */
 TS_API ts_tensor *ts_gelu(ts_graph *g, ts_tensor *x, int tanh_approx);
+/* SiLU (Swish): x sigmoid(x); PyTorch's F.silu. */
+TS_API ts_tensor *ts_silu(ts_graph *g, ts_tensor *x);
 /* The elementwise unary family, by the op's name: Ceil, Floor, Round
  * (half to even), CastInt (toward zero), CastBool (1 where non-zero), Sin,
  * Cos, Tan, Asin, Acos, Atan, Sinh, Cosh, Asinh, Acosh, Atanh (NaN outside
@@ -573,6 +575,7 @@ TS_API ts_tensor *ts_cross_entropy_ignore(ts_graph *g, ts_tensor *logits, ts_ten
 #define ts_binary_typed(g, ...) ts_binary_typed(TS_AT_(g), __VA_ARGS__)
 #define ts_bitwise(g, ...) ts_bitwise(TS_AT_(g), __VA_ARGS__)
 #define ts_gelu(g, ...) ts_gelu(TS_AT_(g), __VA_ARGS__)
+#define ts_silu(g, ...) ts_silu(TS_AT_(g), __VA_ARGS__)
 #define ts_embedding(g, ...) ts_embedding(TS_AT_(g), __VA_ARGS__)
 #define ts_layer_norm(g, ...) ts_layer_norm(TS_AT_(g), __VA_ARGS__)
 #define ts_group_norm(g, ...) ts_group_norm(TS_AT_(g), __VA_ARGS__)

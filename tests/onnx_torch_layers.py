@@ -11,7 +11,7 @@ ConvTranspose1d and ConvTranspose2d with strides, padding, output_padding,
 dilation and groups; InstanceNorm and GroupNorm (one GroupNorm op per
 module: one_op_per_module); GELU (TorchScript's Div, Erf, Add, Mul, Mul
 one Gelu op, against the same nodes imported one by one:
-gelu_fused_vs_unfused); an eval-mode BatchNorm
+gelu_fused_vs_unfused); SiLU (Mul(x, Sigmoid(x)) one Silu op); an eval-mode BatchNorm
 exported with its running statistics as initializers (one BatchNorm op); PReLU, Hardtanh
 and ReLU6 (Clip), CELU, Mish, Softsign, amin, logsumexp, norm, tril, triu
 and repeat (Tile). Then the ONNX ops
@@ -225,6 +225,8 @@ def cases():
                                    False, both)
     # F.gelu: TorchScript's Div, Erf, Add, Mul, Mul import as one Gelu op
     out["gelu"] = (Seq(torch.nn.Linear(6, 5), torch.nn.GELU()), {"x": torch.randn(3, 4, 6) * 2}, False, both)
+    # F.silu: Mul(x, Sigmoid(x)) imports as one Silu op
+    out["silu"] = (Seq(torch.nn.Linear(6, 5), torch.nn.SiLU()), {"x": torch.randn(3, 4, 6) * 4}, False, both)
     for name, m, x in (("batch_norm2d_eval", Seq(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4), torch.nn.ReLU()), torch.randn(2, 3, 6, 6)),
                        ("batch_norm1d_eval", Seq(torch.nn.Linear(5, 4), torch.nn.BatchNorm1d(4)), torch.randn(3, 5)),
                        ("batch_norm2d_eval_first", Seq(torch.nn.BatchNorm2d(3), torch.nn.Conv2d(3, 2, 1)), torch.randn(2, 3, 4, 4)),
@@ -436,7 +438,8 @@ def one_op_per_module(workdir):
     them. The values against PyTorch's are the same cases' check()."""
     all_cases = cases()
     for name, op, scope in (("group_norm", "GroupNorm", "m.1"), ("group_norm_1d", "GroupNorm", "m.1"),
-                            ("group_norm_no_affine", "GroupNorm", "m.1"), ("gelu", "Gelu", "m.1"), ("batch_norm2d_eval", "BatchNorm", "m.1"),
+                            ("group_norm_no_affine", "GroupNorm", "m.1"), ("gelu", "Gelu", "m.1"), ("silu", "Silu", "m.1"),
+                            ("batch_norm2d_eval", "BatchNorm", "m.1"),
                             ("batch_norm2d_eval_first", "BatchNorm", "m.0")):
         module, inputs, scalar, exporters = all_cases[name]
         for exporter in exporters:
@@ -453,7 +456,7 @@ def one_op_per_module(workdir):
             ops = [t for t in g.tensors() if t.name.startswith(scope + "/") and t.op not in ("Const", "Param", "Buffer")]
             main = [t for t in ops if t.op == op]
             views = [t for t in ops if t.op == "Reshape" and all(i.op == "Param" for i in t.inputs)]
-            if len(main) != 1 or len(ops) != 1 + len(views) or (op in ("GroupNorm", "Gelu") and main[0].name != f"{scope}/{op}:0"):
+            if len(main) != 1 or len(ops) != 1 + len(views) or (op in ("GroupNorm", "Gelu", "Silu") and main[0].name != f"{scope}/{op}:0"):
                 return f"{name} ({exporter}): {scope}'s ops are {[(t.name, t.op) for t in ops]}, not one {op}"
             if op == "BatchNorm" and not all(i.is_buffer for i in main[0].inputs[3:]):
                 return f"{name} ({exporter}): the BatchNorm's running statistics are not buffers"
@@ -552,6 +555,7 @@ def composed_cases():
         ("depth_to_space_crd", "DepthToSpace", {"blocksize": 2, "mode": "CRD"}, 13, rng.standard_normal((2, 8, 2, 3)), []),
         ("space_to_depth", "SpaceToDepth", {"blocksize": 2}, 13, rng.standard_normal((2, 2, 4, 6)), []),
         ("swish", "Swish", {"alpha": 0.7}, 24, x, []),
+        ("swish_alpha_1", "Swish", {"alpha": 1.0}, 24, x, []),
         # Resize: roi omitted (""), then scales or sizes
         ("resize_linear", "Resize", {"mode": "linear"}, 19, x, [("", None, False), ("scales", np.array([1, 1, 2, 0.6]), False)]),
         ("resize_nearest_asymmetric", "Resize", {"mode": "nearest", "coordinate_transformation_mode": "asymmetric"}, 13, x,

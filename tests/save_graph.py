@@ -133,7 +133,10 @@ def imported_training():
              helper.make_node("Gemm", ["f", "fc1.w", "fc1.b"], ["h0"], transB=1)]
     for i, (op, attrs) in enumerate(act):  # h_{i+1} = h_i + op(h_i): every activation's gradient reaches fc1
         nodes += [helper.make_node(op, [f"h{i}"], [f"a{i}"], **attrs), helper.make_node("Add", [f"h{i}", f"a{i}"], [f"h{i + 1}"])]
-    nodes.append(helper.make_node("Gemm", [f"h{len(act)}", "fc2.w", "fc2.b"], ["logits"], transB=1))
+    k = len(act)  # and SiLU, Mul(h, Sigmoid(h)): one Silu op, exported as those two again
+    nodes += [helper.make_node("Sigmoid", [f"h{k}"], ["silu_s"]), helper.make_node("Mul", [f"h{k}", "silu_s"], [f"a{k}"]),
+              helper.make_node("Add", [f"h{k}", f"a{k}"], [f"h{k + 1}"])]
+    nodes.append(helper.make_node("Gemm", [f"h{k + 1}", "fc2.w", "fc2.b"], ["logits"], transB=1))
     g = helper.make_graph(nodes, "activations", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [8, 1, 28, 28])],
                           [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [8, 10])], inits)
     with tempfile.TemporaryDirectory(dir=build) as d:

@@ -351,6 +351,7 @@ int main(void) {
     ln_act_case(p, 64, 128, TS_EWU_GELU, "LayerNorm + Gelu, rows of 128");
     ln_act_case(p, 50, 37, TS_EWU_GELU_TANH, "LayerNorm + Gelu (tanh), rows of 37");
     ln_act_case(p, 50, 37, TS_EWU_ERF, "LayerNorm + Erf, rows of 37");
+    ln_act_case(p, 50, 37, TS_EWU_SILU, "LayerNorm + Silu, rows of 37");
     ln_act_case(p, 64, 128, TS_EWU_NONE, "LayerNorm + Relu, rows of 128");
     ts_pool_free(p);
     bn_relu_models();

@@ -463,7 +463,7 @@ static ts_tensor *b_bcast_wide(ts_graph *g, const op_case *c)
     }
 }
 
-/* iarg: 0 exp, 1 sqrt, 2 pow 3, 3 pow 0.5, 4 erf, 5 gelu, 6 gelu tanh, 7 abs */
+/* iarg: 0 exp, 1 sqrt, 2 pow 3, 3 pow 0.5, 4 erf, 5 gelu, 6 gelu tanh, 7 abs, 8 silu */
 static ts_tensor *b_unary_math(ts_graph *g, const op_case *c)
 {
     dist d = c->iarg == 1 || c->iarg == 3 ? D_POS : D_SYM;
@@ -476,6 +476,7 @@ static ts_tensor *b_unary_math(ts_graph *g, const op_case *c)
     case 4: return ts_erf(g, ts_scale(g, x, 2.0f));
     case 5: return ts_gelu(g, ts_scale(g, x, 3.0f), 0);
     case 7: return ts_abs(g, x);
+    case 8: return ts_silu(g, ts_scale(g, x, 4.0f));
     default: return ts_gelu(g, ts_scale(g, x, 3.0f), 1);
     }
 }
@@ -1160,6 +1161,8 @@ int main(void)
         {"pad edge, a crop", b_pad, LIN, 1e-3, 1e-4, TS_PAD_EDGE, 2, {0}},
         {"pad wrap", b_pad, LIN, 1e-3, 1e-4, TS_PAD_WRAP, 0, {0}},
         {"pad wrap wider than the dims", b_pad, LIN, 1e-3, 1e-4, TS_PAD_WRAP, 1, {0}},
+        /* last: the cases draw their values in turn, a new one before would move the later ones' */
+        {"silu (4x)", b_unary_math, 1e-3, 1e-2, 1e-4, 8, 0, {0}},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         gradcheck(&cases[i]);

@@ -824,6 +824,11 @@ def _gelu(c, node, x, approximate="none"):
     return c.g.gelu(c.f(x), 1 if approximate == "tanh" else 0)
 
 
+@row("silu.default")
+def _silu(c, node, x):
+    return c.g.silu(c.f(x))
+
+
 @row("leaky_relu.default")
 def _leaky(c, node, x, slope=0.01):
     return c.unary("LeakyRelu", c.f(x), float(slope))
@@ -2216,6 +2221,18 @@ def _refusal_of(module, e) -> UnsupportedError:
                             "Options().capture('onnx')")
 
 
+def _decompositions(torch):
+    """run_decompositions' arguments: Core ATen's table less silu, which
+    reaches the graph as one Silu op (the decomposition writes a sigmoid
+    and a mul); PyTorch before 2.6 has no table to change: its default."""
+    table = getattr(torch.export, "default_decompositions", None)
+    if table is None:
+        return ()
+    table = table()
+    table.pop(torch.ops.aten.silu.default, None)
+    return (table,)
+
+
 def capture(module, example_inputs, input_names):
     """(graph, its outputs, the ExportedProgram) of `module` at
     example_inputs, through torch.export."""
@@ -2229,7 +2246,7 @@ def capture(module, example_inputs, input_names):
     except Exception as e:  # the exporter's own reason: data-dependent flow, untraceable code
         raise _refusal_of(module, e) from e
     _mark_stop_gradients(torch, ep.graph_module)
-    ep = ep.run_decompositions()
+    ep = ep.run_decompositions(*_decompositions(torch))
     c = _Capture(torch, module, ep, list(input_names))
     outputs = c.build()
     c.g._outputs = outputs

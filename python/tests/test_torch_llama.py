@@ -131,6 +131,27 @@ def test_a_llama_decoder_with_rope_trains_as_in_torch():
     assert ours[-1] < ours[0]  # it learns
 
 
+@pytest.mark.parametrize("capture", ["export", "onnx"])
+def test_silu_is_one_op_through_either_capture(capture):
+    """F.silu reaches the graph as one Silu op per MLP, no Sigmoid (the
+    ONNX import fuses Mul(x, Sigmoid(x)); torch.export's capture keeps
+    aten.silu out of the decompositions), and the model trains as in
+    PyTorch's loop (the test above, through the default capture)."""
+    from tensorscope import _export
+    if capture == "export" and not _export.available(torch):
+        pytest.skip(f"PyTorch {torch.__version__} has no torch.export front end")
+    torch.manual_seed(0)
+    net = Llama()
+    tokens, positions, targets = llama_inputs(0)
+    model = ts.training_model(net, ts.Options().capture(capture), optimizer=ts.SGD(lr=0.0),
+                              example_inputs=(tokens, positions, targets))
+    ops = [t.op for t in model.graph.tensors()]
+    assert ops.count("Silu") == LAYERS and "Sigmoid" not in ops, sorted(set(ops))
+    with torch.no_grad():
+        want = net(tokens, positions, targets).item()
+    assert float(model(tokens.numpy(), positions.numpy(), targets.numpy())) == pytest.approx(want, rel=1e-5)
+
+
 def test_the_rotary_angles_are_graph_ops_of_the_positions():
     """cos and sin are computed in the graph from the positions input, not
     folded into constants at capture: other positions give other losses."""

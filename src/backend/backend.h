@@ -107,6 +107,21 @@ typedef struct ts_kctx {
      * (the executor sets them, and skips both kernels). */
     const float *residual;
     float *residual_out;
+    /* Silu forward whose row fuses_gate: the Mul of its output by `gate`
+     * (another value of its shape) that the executor hands it (exec.c's
+     * gate_fusable), done in its output pass: gate_out = f(x) * gate, as
+     * the Mul computes it; out is written too unless it is gate_out. NULL
+     * both: none (the executor skips the Mul's kernel). */
+    const float *gate;
+    float *gate_out;
+    /* Silu backward whose row fuses_gate: the backward of the Mul of its
+     * value s by `gate` (u) done with its own (exec.c's gate_bwd_fusable):
+     * din[0] (+)= (dy u) f'(x), dy the Mul's output gradient (gate_dout),
+     * dy u the value the Mul's backward gives s's gradient (0 + dy u where
+     * gate_plus: a gradient it adds to, zeroed). The Mul's backward left s's
+     * gradient unwritten. NULL: none. */
+    const float *gate_dout;
+    bool gate_plus;
 } ts_kctx;
 
 typedef void (*ts_kernel_fn)(const ts_kctx *k);
@@ -154,6 +169,10 @@ typedef struct ts_kernel_row {
      * no other row (BatchNorm, LayerNorm). The memory plan may then give
      * the fused op's output the input's cell (ts_pass_over_input). */
     bool pass_over_in0;
+    /* the forward honours kctx.gate and gate_out (Silu): the executor may
+     * hand it the Mul of its output by another value of its shape
+     * (exec.c's gate_fusable) */
+    bool fuses_gate;
 } ts_kernel_row;
 
 /* A point on a stream, for timing kernels: ns once complete (the CPU's

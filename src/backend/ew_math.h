@@ -3,7 +3,7 @@
  * functions in their loops, the CUDA backend's (backend/cuda/) compile them
  * as __host__ __device__ functions. One unary family (x, two float
  * parameters alpha and beta from the node's fattr[0..1]: Exp, Sqrt, Pow
- * with a constant exponent, Erf, Abs, Gelu, the rounding ops, ...) and one binary
+ * with a constant exponent, Erf, Abs, Gelu, Silu, the rounding ops, ...) and one binary
  * family (two operands broadcast by numpy's rules). Predicates (comparisons,
  * Not, And, IsNaN, ...) give 1 or 0 as floats, as the graph holds them;
  * they and the rounding ops have no gradient (the op table says so). */
@@ -38,6 +38,17 @@ TS_EW float ts_ew_normal_cdf(float v, float *pdf) {
     return normcdff(v);
 #else
     return ts_vnormal_cdf(v, pdf);
+#endif
+}
+
+/* 1 / (1 + e^-x) from e^-|x| (never the exp of a large number): the
+ * vectorising form of backend/vmath.h on the host (SiLU's hot loop) */
+TS_EW float ts_ew_sigmoid(float x) {
+#ifdef __CUDA_ARCH__
+    float e = expf(-fabsf(x)), r = 1.0f / (1.0f + e);
+    return x >= 0.0f ? r : e * r;
+#else
+    return ts_vsigmoid(x);
 #endif
 }
 
@@ -79,7 +90,8 @@ enum {
     TS_EWU_ELU,       /* alpha (e^x - 1) below 0 */
     TS_EWU_SELU,      /* beta (x, or alpha (e^x - 1) at or below 0) */
     TS_EWU_SOFTPLUS,
-    TS_EWU_LOWBITS /* onto ONNX's low-precision type alpha with flags beta (core/lowbits.h); gradient 1 */
+    TS_EWU_LOWBITS, /* onto ONNX's low-precision type alpha with flags beta (core/lowbits.h); gradient 1 */
+    TS_EWU_SILU       /* x sigmoid(x) */
 };
 
 /* The unary kind of a node of the family, TS_EWU_NONE for any other op. */
@@ -117,6 +129,7 @@ TS_EW int ts_ewu_kind(const ts_tensor *node) {
     case TS_OP_SELU: return TS_EWU_SELU;
     case TS_OP_SOFTPLUS: return TS_EWU_SOFTPLUS;
     case TS_OP_CAST_LOWBITS: return TS_EWU_LOWBITS;
+    case TS_OP_SILU: return TS_EWU_SILU;
     default: return TS_EWU_NONE;
     }
 }
@@ -164,6 +177,7 @@ TS_EW_KIND float ts_ewu_forward(int kind, float x, float alpha, float beta) {
     case TS_EWU_SELU: return beta * (x > 0.0f ? x : alpha * expm1f(x));
     case TS_EWU_SOFTPLUS: return x > 0.0f ? x + log1pf(expf(-x)) : log1pf(expf(x));
     case TS_EWU_LOWBITS: return ts_lowbits_round((int)alpha, x, (int)beta);
+    case TS_EWU_SILU: return x * ts_ew_sigmoid(x);
     default: return NAN;
     }
 }
@@ -220,6 +234,10 @@ TS_EW_KIND float ts_ewu_derivative(int kind, float v, float alpha, float beta) {
     case TS_EWU_SELU: return beta * (x > 0.0f ? 1.0f : alpha * expf(x));
     case TS_EWU_SOFTPLUS: return 1.0f / (1.0f + expf(-x));
     case TS_EWU_LOWBITS: return 1.0f; /* straight through, as ts_cast's */
+    case TS_EWU_SILU: { /* s (1 + x (1 - s)), s = sigmoid(x): 0 far below 0, 1 far above */
+        float s = ts_ew_sigmoid(x);
+        return s * (1.0f + x * (1.0f - s));
+    }
     default: return 0.0f;
     }
 }

@@ -404,6 +404,12 @@ static void forward(ox *x, const ts_tensor *t) {
     case TS_OP_ROUND: op1(x, "Round", y, a); break;
     case TS_OP_SOFTPLUS: op1(x, "Softplus", y, a); break;
     case TS_OP_HARD_SWISH: op1(x, "HardSwish", y, a); break;
+    case TS_OP_SILU: { /* x sigmoid(x) (opset 17 has no Swish) */
+        const char *s = strf(x, "%s/sigmoid", y);
+        op1(x, "Sigmoid", s, a);
+        op2(x, "Mul", y, a, s);
+        break;
+    }
     case TS_OP_HARD_SIGMOID:
         nd = op1(x, "HardSigmoid", y, a);
         attr_f(x, nd, "alpha", (double)t->fattr[0]);
@@ -709,6 +715,15 @@ static void elementwise_derivative(ox *x, const ts_tensor *t, const char *g, con
         op2(x, "Add", mid, x3, const_f(x, strf(x, "%s/1/2", g), 0.5));
         op3(x, "Where", hi, cmp(x, "Greater", a, 3.0, g, "x>3"), const_f(x, strf(x, "%s/1", g), 1.0), mid);
         op3(x, "Where", d, cmp(x, "Less", a, -3.0, g, "x<-3"), const_f(x, strf(x, "%s/0", g), 0.0), hi);
+        break;
+    }
+    case TS_OP_SILU: { /* s (1 + x (1 - s)), s = sigmoid(x) */
+        const char *s = strf(x, "%s/sigmoid", g), *r = strf(x, "%s/1-s", g), *xr = strf(x, "%s/x(1-s)", g), *p1 = strf(x, "%s/1+x(1-s)", g);
+        op1(x, "Sigmoid", s, a);
+        op2(x, "Sub", r, const_f(x, strf(x, "%s/1", g), 1.0), s);
+        op2(x, "Mul", xr, a, r);
+        op2(x, "Add", p1, xr, const_f(x, strf(x, "%s/one", g), 1.0));
+        op2(x, "Mul", d, s, p1);
         break;
     }
     default: break;
@@ -1101,6 +1116,7 @@ static bool standard_backward(ox *x, const ts_bwd_op *o, const ts_tensor *t) {
     case TS_OP_ELU:
     case TS_OP_SELU:
     case TS_OP_HARD_SIGMOID:
+    case TS_OP_SILU:
     case TS_OP_HARD_SWISH: /* dY f'(x), f' as the kernels take it (backend/ew_math.h) */
         if ((ga = din(x, o, t, 0))) {
             const char *d = strf(x, "%s/derivative", ga);

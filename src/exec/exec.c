@@ -336,6 +336,67 @@ static bool add_relu_fusable(const ts_run *run, int k, const int took[2], int64_
     return true;
 }
 
+/* Whether node a's output lies apart from x's n floats and s's (NULL: none). */
+static bool writes_apart(const ts_run *run, int a, int64_t mb, const float *x, const float *s, int64_t n) {
+    ts_kctx c = make_ctx(run, a, mb);
+    int64_t m = ts_shape_numel(&c.out_shape);
+    return !c.out || (!overlaps(c.out, m, x, n) && !(s && overlaps(c.out, m, s, n)));
+}
+
+/* A SiLU-gated product, silu(x) * u, done in one pass: node order[k] a
+ * Silu whose row fuses_gate (sc its arguments), read by one node alone, a
+ * later Mul of it and another value u of its shape (no broadcast), float32
+ * all. The Silu's kernel waits for the Mul's place in the order (u may be
+ * computed between the two, as Llama's MLP computes up(x)) and does both
+ * there: sc's gate and gate_out are set and the Mul's kernel is skipped,
+ * the observers of both running as ever. The Silu's value is written late,
+ * so it must be unobserved, not the loss nor a graph output, no numeric
+ * check on; nothing between the two may write over x or that value (an
+ * inference plan may give x's memory away once the Silu has read it); each
+ * output is where an input is (in place) or apart from it, and the two
+ * outputs apart. The value is kept where the Mul's backward reads it (u's
+ * gradient); else (product_unread) the pass writes the product alone, out
+ * set to it. Returns the Mul, or -1. */
+static int gate_fusable(const ts_run *run, int k, int64_t mb, ts_kctx *sc) {
+    const ts_prog *p = run->prog;
+    const ts_graph *g = run->g;
+    int i = p->order[k];
+    if (g->t[i]->op != TS_OP_SILU || p->readers[i] != 1 || p->entries[p->value_entry[i]].observed || i == run->loss ||
+        run->opts.check != TS_CHECK_OFF || ts_dtype_is_half(g->t[i]->grid) || sc->out_dtype != TS_F32 || sc->in_dtype[0] != TS_F32 || !sc->out ||
+        !sc->in[0])
+        return -1;
+    for (size_t o = 0; o < g->n_outputs; o++)
+        if (g->outputs[o] == i) return -1;
+    const float *x = sc->in[0];
+    float *s = sc->out;
+    int64_t n = ts_shape_numel(&sc->out_shape);
+    for (int q = k + 1; q < p->n_order; q++) {
+        int a = p->order[q];
+        const ts_tensor *t = g->t[a];
+        bool skipped = !ts_in_stage(run, a) || (p->skip && p->skip[a]) || t->op == TS_OP_INPUT || ts_op_holds_value(t->op);
+        if ((t->n_in < 1 || t->in[0] != i) && (t->n_in < 2 || t->in[1] != i)) { /* between the two: written apart from x and s */
+            if (!skipped && !ts_op_get(t->op)->view && !writes_apart(run, a, mb, x, s, n)) return -1;
+            continue;
+        }
+        if (skipped || t->op != TS_OP_MUL || t->n_in != 2 || t->in[0] == t->in[1] || ts_dtype_is_half(t->grid)) return -1;
+        ts_kctx mc = make_ctx(run, a, mb);
+        int j = t->in[0] == i ? 1 : 0;
+        const float *u = mc.in[j];
+        float *y = mc.out;
+        if (!ts_shape_equal(&mc.in_shape[j], &sc->out_shape) || !ts_shape_equal(&mc.out_shape, &sc->out_shape) || mc.in_dtype[j] != TS_F32 ||
+            mc.out_dtype != TS_F32 || !u || !y)
+            return -1;
+        bool keep = !product_unread(run, i) || p->grad_entry[t->in[j]] >= 0;
+        if ((y != x && overlaps(y, n, x, n)) || (y != u && overlaps(y, n, u, n)) ||
+            (keep && (overlaps(s, n, y, n) || overlaps(s, n, u, n) || (s != x && overlaps(s, n, x, n)))))
+            return -1;
+        sc->gate = u, sc->gate_out = y;
+        if (!keep) sc->out = y;
+        return a;
+    }
+    return -1;
+}
+
 static ts_status check_computed_indices(const ts_run *run, const ts_kctx *k);
 
 static ts_status forward(ts_run *run, int64_t mb) {
@@ -345,7 +406,9 @@ static ts_status forward(ts_run *run, int64_t mb) {
     uint64_t tf = tr ? ts_now_ns() : 0;
     if (p->n_fusions) choose_fusions(run);
     int fused = -1, fused2 = -1; /* the Add (Relu, Gelu, ...; a residual Add and its Relu) whose kernels the node before them ran */
-    int64_t n_fused[4] = {0}; /* the ops done in a producer's output pass, by kind (fused_kind), counted once a pass */
+    int64_t n_fused[5] = {0}; /* the ops done in a producer's output pass, by kind (fused_kind), counted once a pass */
+    int gate = -1;              /* the Mul whose place a Silu's kernel waits for (gate_fusable), the Silu's arguments in gc */
+    ts_kctx gc;
     for (int k = 0; k < p->n_order; k++) {
         int i = p->order[k];
         const ts_tensor *t = g->t[i];
@@ -373,17 +436,20 @@ static ts_status forward(ts_run *run, int64_t mb) {
             kc.act = ac.node, kc.act_out = ac.out;
             if (kc.out != ac.out && product_unread(run, i) && follower_lets_go(run, i, took[0])) kc.out = ac.out;
             fused = took[0], n_fused[3]++;
+        } else if (run->dev.backend->kernels[t->op].fuses_gate && i != fused && gate < 0 && (gate = gate_fusable(run, k, mb, &kc)) >= 0) {
+            gc = kc, n_fused[4]++;
         }
         ts_op_call call = {i, false, mb, &kc, 0, 0, tr};
         ts_status st = check_computed_indices(run, &kc);
         if (!st) st = ts_op_chain_run(run->chain.before, run->chain.n_before, run, &call);
         if (st) return st;
-        if (i != fused && i != fused2) run->dev.backend->kernels[t->op].forward(&kc); /* the bias Add (Relu, ...; Add and Relu): done by the node before it */
+        if (i == gate) run->dev.backend->kernels[gc.node->op].forward(&gc), gate = -1; /* a Silu's and its Mul's */
+        else if (i != fused && i != fused2 && !kc.gate_out) run->dev.backend->kernels[t->op].forward(&kc); /* the bias Add (Relu, ...; Add and Relu): done by the node before it */
         st = ts_op_chain_run(run->chain.after, run->chain.n_after, run, &call);
         if (st) return st;
     }
-    static const char *const kinds[4] = {"BiasAdd", "AddRelu", "Relu", "Activation"}; /* a residual Add and its Relu: one */
-    for (int q = 0; q < 4; q++)
+    static const char *const kinds[5] = {"BiasAdd", "AddRelu", "Relu", "Activation", "SiluMul"}; /* a residual Add and its Relu: one */
+    for (int q = 0; q < 5; q++)
         if (n_fused[q]) ts_counter_add_cause("FusedOps", kinds[q], n_fused[q]);
     if (tr) ts_trace_slice(TS_TRACE_FORWARD, NULL, NULL, NULL, 0, mb, tf, ts_now_ns());
     return TS_OK;
@@ -407,6 +473,89 @@ static int first_store(const ts_run *run, const ts_tensor *t, int ge) {
     return found;
 }
 
+/* Whether the gradients a backward step writes (the entries it zeroes
+ * first, its inputs', its own) lie apart from dy's and u's n floats. */
+static bool bwd_writes_apart(const ts_run *run, int a, int64_t mb, const float *dy, const float *u, int64_t n) {
+    const ts_prog *p = run->prog;
+    for (int z = 0; z < p->n_zero_before[a]; z++) {
+        const ts_entry *e = &p->entries[p->zero_before[a][z]];
+        if (overlaps(e->data, e->numel, dy, n) || overlaps(e->data, e->numel, u, n)) return false;
+    }
+    ts_kctx c = make_ctx(run, a, mb);
+    int64_t m = ts_shape_numel(&c.out_shape);
+    for (int j = 0; j < c.n_in; j++) {
+        int64_t mj = ts_shape_numel(&c.in_shape[j]);
+        if (c.din[j] && (overlaps(c.din[j], mj, dy, n) || overlaps(c.din[j], mj, u, n))) return false;
+    }
+    return !(c.dout && (overlaps(c.dout, m, dy, n) || overlaps(c.dout, m, u, n)));
+}
+
+/* Likewise the Silu's own step (node s), but for its input's gradient in
+ * dy's place exactly where the step stores it (first_store: not zeroed
+ * first; the kernel reads dy[i] before it writes there). */
+static bool silu_step_apart(const ts_run *run, int s, int64_t mb, const float *dy, const float *u, int64_t n) {
+    const ts_prog *p = run->prog;
+    const ts_tensor *t = run->g->t[s];
+    int ge = p->grad_entry[t->in[0]];
+    bool stored = false;
+    for (int z = 0; z < p->n_zero_before[s]; z++) stored |= p->zero_before[s][z] == ge && first_store(run, t, ge) >= 0;
+    for (int z = 0; z < p->n_zero_before[s]; z++) {
+        const ts_entry *e = &p->entries[p->zero_before[s][z]];
+        if (!(stored && p->zero_before[s][z] == ge && e->data == dy) && (overlaps(e->data, e->numel, dy, n) || overlaps(e->data, e->numel, u, n)))
+            return false;
+    }
+    ts_kctx c = make_ctx(run, s, mb);
+    return !c.din[0] || (!overlaps(c.din[0], n, u, n) && ((stored && c.din[0] == dy) || !overlaps(c.din[0], n, dy, n)));
+}
+
+/* The backward of a SiLU-gated product, silu(x) * u, as gate_fusable does
+ * its forward: node order[k] a Mul (kc its arguments, din_store set) of a
+ * Silu's value s (read by the Mul alone) and another value u of its shape,
+ * float32 all. s's gradient dy u is not written: the Mul's backward gives
+ * u's alone (kc's din for s set NULL), and the Silu's backward, later in
+ * the step, computes x's from dy and u (ts_kctx.gate_dout, gate, gate_plus:
+ * dy u as the Mul's kernel would have left it, 0 + dy u where it adds to
+ * a zeroed gradient), the same bits. Refused where s's gradient is
+ * observed or checked, the Silu's backward does not run, or a backward
+ * step between the two (the Silu's own zeroing included) writes over dy
+ * or u, whose memory the plan may give away once the Mul's backward has
+ * read them (x's gradient may be stored in dy's place: silu_step_apart).
+ * Returns the Silu (*u, *plus set), or -1. */
+static int gate_bwd_fusable(const ts_run *run, int k, int64_t mb, ts_kctx *kc, const float **u, bool *plus) {
+    const ts_prog *p = run->prog;
+    const ts_graph *g = run->g;
+    int m = p->order[k];
+    const ts_tensor *t = g->t[m];
+    if (t->op != TS_OP_MUL || t->n_in != 2 || t->in[0] == t->in[1] || ts_dtype_is_half(t->grid) || run->opts.check != TS_CHECK_OFF ||
+        !kc->dout || kc->out_dtype != TS_F32 || !ts_shape_equal(&kc->in_shape[0], &kc->out_shape) ||
+        !ts_shape_equal(&kc->in_shape[1], &kc->out_shape) || kc->in_dtype[0] != TS_F32 || kc->in_dtype[1] != TS_F32)
+        return -1;
+    int64_t n = ts_shape_numel(&kc->out_shape);
+    for (int j = 0; j < 2; j++) {
+        int s = t->in[j];
+        const ts_tensor *st = g->t[s];
+        const float *uv = kc->in[1 - j];
+        if (st->op != TS_OP_SILU || !run->dev.backend->kernels[st->op].fuses_gate || p->readers[s] != 1 || !p->needs_grad[s] ||
+            p->grad_entry[s] < 0 || p->entries[p->grad_entry[s]].observed || p->grad_shared[s] || !ts_in_stage(run, s) ||
+            (p->skip && p->skip[s]) || ts_dtype_is_half(st->grid) || !uv || !kc->din[j] ||
+            (kc->din[1 - j] && (overlaps(kc->din[1 - j], n, kc->dout, n) || overlaps(kc->din[1 - j], n, uv, n)))) /* u's gradient over dy */
+            continue;
+        int q = k - 1;
+        for (; q >= 0 && p->order[q] != s; q--) {
+            int a = p->order[q];
+            if (p->needs_grad[a] && ts_in_stage(run, a) && !(p->skip && p->skip[a]) &&
+                (ts_dtype_is_half(g->t[a]->grid) || !bwd_writes_apart(run, a, mb, kc->dout, uv, n)))
+                break;
+        }
+        if (q < 0 || p->order[q] != s || !silu_step_apart(run, s, mb, kc->dout, uv, n)) continue;
+        *u = uv;
+        *plus = j == 1 || !(kc->din_store & 1u); /* db: stored as 0 + dout a (kernels.c); da: dout b, or added to its zeros */
+        kc->din[j] = NULL;
+        return s;
+    }
+    return -1;
+}
+
 static ts_status backward(ts_run *run, int64_t mb) {
     ts_prog *p = run->prog;
     ts_graph *g = run->g;
@@ -425,6 +574,10 @@ static ts_status backward(ts_run *run, int64_t mb) {
     }
     p->param_grads_zero = false;
     bool replicas = ts_replicas(run) > 1;
+    int gate = -1; /* the Silu whose backward does its Mul's part for it (gate_bwd_fusable) */
+    const float *gate_dy = NULL, *gate_u = NULL;
+    bool gate_plus = false;
+    int64_t n_gate = 0;
     for (int k = p->n_order - 1; k >= 0; k--) {
         int i = p->order[k];
         if (!p->needs_grad[i] || !ts_in_stage(run, i) || (p->skip && p->skip[i])) continue;
@@ -463,6 +616,10 @@ static ts_status backward(ts_run *run, int64_t mb) {
         ts_kctx kc = make_ctx(run, i, mb);
         if (shared) kc.din[0] = NULL;
         kc.din_store = store;
+        int gs;
+        if (i == gate) kc.gate = gate_u, kc.gate_dout = gate_dy, kc.gate_plus = gate_plus, gate = -1;
+        else if (t->op == TS_OP_MUL && gate < 0 && (gs = gate_bwd_fusable(run, k, mb, &kc, &gate_u, &gate_plus)) >= 0)
+            gate = gs, gate_dy = kc.dout, n_gate++;
         ts_op_call call = {i, true, mb, &kc, 0, 0, ts_trace_live()};
         ts_status st = ts_op_chain_run(run->chain.before, run->chain.n_before, run, &call);
         if (st) return st;
@@ -471,6 +628,7 @@ static ts_status backward(ts_run *run, int64_t mb) {
         if (!st && replicas) st = run->coll->allreduce_progress();
         if (st) return st;
     }
+    if (n_gate) ts_counter_add_cause("FusedOps", "SiluMulBackward", n_gate);
     if (tr) ts_trace_slice(TS_TRACE_BACKWARD, NULL, NULL, NULL, 0, mb, tb, ts_now_ns());
     return TS_OK;
 }

@@ -153,6 +153,7 @@ typedef enum ts_op {
      * of -1 (the first of p's) is an extrapolated position: weights[q]
      * itself. Rounded half to even into x's dtype (ts_int_resize_last) */
     TS_OP_INT_RESIZE,
+    TS_OP_SILU,         /* x sigmoid(x) (SiLU, Swish with beta 1): ew_math.h's unary family */
     TS_OP_COUNT
 } ts_op;
 

@@ -35,6 +35,7 @@ ts_tensor *ts_erf(ts_graph *g, ts_tensor *x) { return unary(g, TS_OP_ERF, x, NUL
 ts_tensor *ts_abs(ts_graph *g, ts_tensor *x) { return unary(g, TS_OP_ABS, x, NULL); }
 ts_tensor *ts_pow(ts_graph *g, ts_tensor *x, float exponent) { return unary(g, TS_OP_POW, x, &(attrs){.fattr = {exponent}}); }
 ts_tensor *ts_gelu(ts_graph *g, ts_tensor *x, int tanh_approx) { return unary(g, TS_OP_GELU, x, &(attrs){.attr = {tanh_approx != 0}}); }
+ts_tensor *ts_silu(ts_graph *g, ts_tensor *x) { return unary(g, TS_OP_SILU, x, NULL); }
 
 /* The op of the family [first, last] named `op` (the op table's name), or
  * TS_OP_COUNT after recording an error that lists the family's names. */

@@ -453,6 +453,10 @@ static bool gelu_fits(importer *im, const ts_onnx_chain *c) {
  * shape, and C weights and biases. */
 static bool chain_fits(importer *im, const ts_onnx_chain *c) {
     if (c->kind == TS_ONNX_CHAIN_GELU) return gelu_fits(im, c);
+    if (c->kind == TS_ONNX_CHAIN_SILU) { /* x an f32 graph tensor */
+        const value *x = ts_onnx_lookup(im, c->x);
+        return x && x->t && x->t->dtype == TS_F32;
+    }
     const value *x = ts_onnx_lookup(im, c->x), *s = ts_onnx_lookup(im, c->scale), *b = ts_onnx_lookup(im, c->bias);
     if (!x || !s || !b || !ts_onnx_const_filled(s, 1.0) || !ts_onnx_const_filled(b, 0.0)) return false;
     const ts_shape *xs = shape_of(x);
@@ -477,7 +481,7 @@ static ts_status chain_one_by_one(importer *im, ts_onnx_chain *c) {
 
 static void chain_inputs(importer *im, const ts_onnx_chain *c, node_io *io) {
     const char *names[5] = {c->x, c->scale, c->bias, c->weight, c->shift};
-    io->n_in = c->kind == TS_ONNX_CHAIN_GELU ? 1 : 5;
+    io->n_in = c->kind == TS_ONNX_CHAIN_GELU || c->kind == TS_ONNX_CHAIN_SILU ? 1 : 5;
     for (int i = 0; i < io->n_in; i++) io->in[i] = ts_onnx_lookup(im, names[i]);
 }
 
@@ -486,6 +490,13 @@ static ts_status op_gelu_chain(importer *im, node_io *io) {
     ts_status st = TS_OK;
     ts_tensor *x = ts_onnx_as_tensor(im, io->in[0], &st);
     return x ? ts_onnx_built(im, ts_gelu(im->g, x, 0), &io->out[0]) : st;
+}
+
+/* F.silu's chain (onnx_fuse.h) as one SiLU op of x */
+static ts_status op_silu_chain(importer *im, node_io *io) {
+    ts_status st = TS_OK;
+    ts_tensor *x = ts_onnx_as_tensor(im, io->in[0], &st);
+    return x ? ts_onnx_built(im, ts_silu(im->g, x), &io->out[0]) : st;
 }
 
 /* nn.GroupNorm's chain (onnx_fuse.h) as one group-norm op: x, the G of
@@ -659,7 +670,7 @@ ts_status ts_onnx_import_node(importer *im, const Node *n, int index) {
         im->node = n, im->node_index = index;
         chain = NULL;
     }
-    if (chain) fn = chain->kind == TS_ONNX_CHAIN_GELU ? op_gelu_chain : op_group_norm_chain, required = 0;
+    if (chain) fn = chain->kind == TS_ONNX_CHAIN_GELU ? op_gelu_chain : chain->kind == TS_ONNX_CHAIN_SILU ? op_silu_chain : op_group_norm_chain, required = 0;
     if (im->depth == 0 && folds_unread(im, n)) {
         ts_logf(TS_LOG_DEBUG, "%s: node %d '%s' (%s) computes constants nothing reads: skipped", im->path, index,
                 n->name ? n->name : "", n->op_type);

@@ -499,8 +499,8 @@ ts_status ts_onnx_op_hardmax(importer *im, node_io *io) {
     return pos ? ts_onnx_built(im, num(im->g, ts_binary(im->g, "Equal", pos, at)), &io->out[0]) : st;
 }
 
-/* Swish (opset 24): x sigmoid(alpha x); SwiGLU (opset 28): Swish(A) * B,
- * A and B of one shape. */
+/* Swish (opset 24): x sigmoid(alpha x), one Silu op where alpha is 1;
+ * SwiGLU (opset 28): Swish(A) * B, A and B of one shape. */
 ts_status ts_onnx_op_swish(importer *im, node_io *io) {
     ts_status st = TS_OK;
     ts_tensor *x = as_f32(im, io->in[0], &st), *b = NULL;
@@ -514,7 +514,7 @@ ts_status ts_onnx_op_swish(importer *im, node_io *io) {
                                   ts_shape_str(&b->shape, sb, sizeof sb));
     }
     float alpha = (float)ts_onnx_attr_f(im, "alpha", 1.0);
-    ts_tensor *y = ts_mul(im->g, x, ts_sigmoid(im->g, alpha == 1.0f ? x : ts_scale(im->g, x, alpha)));
+    ts_tensor *y = alpha == 1.0f ? ts_silu(im->g, x) : ts_mul(im->g, x, ts_sigmoid(im->g, ts_scale(im->g, x, alpha)));
     return ts_onnx_built(im, b ? ts_mul(im->g, y, b) : y, &io->out[0]);
 }
 

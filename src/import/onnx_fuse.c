@@ -108,6 +108,28 @@ static bool gelu_at(const scan *s, size_t i, ts_onnx_chain *c) {
     return named(c->root2) && other_input(mul, c->x) != NULL;
 }
 
+/* SiLU's chain ending at Mul node `i`, or false: Mul(x, Sigmoid(x)),
+ * the Mul's operands in either order, the Sigmoid's value read by the Mul
+ * alone. */
+static bool silu_at(const scan *s, size_t i, ts_onnx_chain *c) {
+    const Node *last = s->gp->node[i], *sig = NULL;
+    memset(c, 0, sizeof *c);
+    c->kind = TS_ONNX_CHAIN_SILU;
+    if (!is_op(last, "Mul") || last->n_input != 2 || last->n_output != 1) return false;
+    size_t ks = 0;
+    int side = 0;
+    for (; side < 2 && !sig; side++) {
+        sig = sole(s, last->input[side], "Sigmoid", &ks);
+        if (sig && (sig->n_input != 1 || !named(sig->input[0]) || !named(last->input[1 - side]) || strcmp(sig->input[0], last->input[1 - side]) != 0))
+            sig = NULL;
+    }
+    if (!sig) return false;
+    c->x = sig->input[0];
+    c->node[c->n_node++] = ks, c->node[c->n_node++] = i;
+    c->last = i;
+    return true;
+}
+
 /* Whether node n's attribute `name` is the ints want[0..k) */
 static bool ints_attr_is(const Node *n, const char *name, const int64_t *want, size_t k) {
     for (size_t a = 0; a < n->n_attribute; a++) {
@@ -220,6 +242,7 @@ ts_status ts_onnx_chains(const struct TensorscopeOnnx__GraphProto *gp, ts_onnx_c
     for (size_t i = 0; i < gp->n_node && !st; i++) {
         ts_onnx_chain c;
         if (!(is_op(gp->node[i], "Add") && chain_at(&s, i, &c)) && !(is_op(gp->node[i], "Mul") && gelu_at(&s, i, &c)) &&
+            !(is_op(gp->node[i], "Mul") && silu_at(&s, i, &c)) &&
             !(is_op(gp->node[i], "MatMul") && attention_at(&s, i, &c)))
             continue;
         if ((st = ts_grow((void **)out, &cap, *n + 1, sizeof **out))) break;

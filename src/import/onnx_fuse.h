@@ -14,6 +14,10 @@
  * five back). The import makes it one GELU op (ts_gelu), named in the
  * module's scope.
  *
+ * F.silu (nn.SiLU) by the TorchScript exporter: Mul(x, Sigmoid(x)), the
+ * Sigmoid's value read by the Mul alone. The import makes it one SiLU op
+ * (ts_silu), named in the module's scope.
+ *
  * Attention as the TorchScript exporter writes softmax(q k^T * scale +
  * mask) v: MatMul(q, Transpose(k, last two dims swapped)), a Mul or Div by
  * the scale (or none), an Add of the additive mask or a Where of a
@@ -39,13 +43,13 @@ struct TensorscopeOnnx__GraphProto;
 
 #define TS_ONNX_CHAIN_NODES 12
 
-enum { TS_ONNX_CHAIN_GROUP_NORM, TS_ONNX_CHAIN_GELU, TS_ONNX_CHAIN_ATTENTION };
+enum { TS_ONNX_CHAIN_GROUP_NORM, TS_ONNX_CHAIN_GELU, TS_ONNX_CHAIN_ATTENTION, TS_ONNX_CHAIN_SILU };
 
 typedef struct ts_onnx_chain {
     int kind; /* TS_ONNX_CHAIN_* */
     /* the chain's nodes in the file's order: Reshape, InstanceNormalization,
      * Reshape, Mul, Add and the Unsqueezes of the weight and bias (the Add
-     * is the last); GELU's Div, Erf, Add, Mul, Mul; attention's Transpose,
+     * is the last); GELU's Div, Erf, Add, Mul, Mul; SiLU's Sigmoid, Mul; attention's Transpose,
      * MatMul, Mul or Div (or none), Add or Where (or none), Softmax, MatMul, and
      * the Unsqueeze, Expand and Reshape of k and of v where they repeat */
     size_t node[TS_ONNX_CHAIN_NODES];

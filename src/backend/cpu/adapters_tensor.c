@@ -29,9 +29,17 @@ void ts_bwd_broadcast_binary(const ts_kctx *k) {
 }
 
 void ts_fwd_ew_unary(const ts_kctx *k) {
+    if (k->gate_out) { /* a Silu whose Mul the executor handed it */
+        ts_silu_mul_forward(k->pool, k->out == k->gate_out ? NULL : k->out, k->gate_out, k->in[0], k->gate, numel_out(k));
+        return;
+    }
     ts_ew_unary_forward(k->pool, ts_ewu_kind(k->node), k->out, k->in[0], k->node->fattr[0], k->node->fattr[1], numel_out(k));
 }
 void ts_bwd_ew_unary(const ts_kctx *k) {
+    if (k->gate_dout) { /* a Silu whose Mul's backward the executor handed it */
+        if (k->din[0]) ts_silu_mul_backward(k->pool, k->din[0], k->gate_dout, k->gate, k->in[0], numel_out(k), k->gate_plus, k->din_store & 1u);
+        return;
+    }
     if (k->din[0])
         ts_ew_unary_backward(k->pool, ts_ewu_kind(k->node), k->din[0], k->dout,
                              ts_ewu_reads_output(ts_ewu_kind(k->node)) ? k->out : k->in[0], k->node->fattr[0], k->node->fattr[1],

@@ -245,6 +245,7 @@ static const ts_kernel_row kernels[] = {
     [TS_OP_INT_CUMSUM] = {.forward = ts_fwd_int_cumsum},
     [TS_OP_INT_REDUCE] = {.forward = ts_fwd_int_reduce},
     [TS_OP_INT_RESIZE] = {.forward = ts_fwd_int_resize},
+    [TS_OP_SILU] = {.forward = ts_fwd_ew_unary, .backward = ts_bwd_ew_unary, .stores_din = 1u, .fuses_gate = true},
     [TS_OP_ATTENTION] = {.forward = ts_fwd_attention, .backward = ts_bwd_attention, .workspace_floats = ts_cpu_workspace_attention,
                          .stores_din = 0x17u}, /* q, k, v and the twin */
     [TS_OP_INT_MATMUL] = {.forward = ts_fwd_int_matmul},

@@ -291,6 +291,37 @@ void ts_ew_unary_forward(ts_pool *p, int kind, float *out, const float *x, float
     ts_pool_for(p, n, GRAIN, ewu_fwd_slice, &c);
 }
 
+typedef struct gate_ctx {
+    float *s, *y;
+    const float *x, *u;
+} gate_ctx;
+
+static void silu_mul_slice(void *vctx, int64_t begin, int64_t end) {
+    const gate_ctx *c = vctx;
+    ts_vk_get()->silu_mul(c->s ? c->s + begin : NULL, c->y + begin, c->x + begin, c->u + begin, end - begin);
+}
+
+void ts_silu_mul_forward(ts_pool *p, float *s, float *y, const float *x, const float *u, int64_t n) {
+    gate_ctx c = {.s = s, .y = y, .x = x, .u = u};
+    ts_pool_for(p, n, GRAIN, silu_mul_slice, &c);
+}
+
+typedef struct gate_bwd_ctx {
+    float *dx;
+    const float *dy, *u, *x;
+    bool plus, store;
+} gate_bwd_ctx;
+
+static void silu_mul_bwd_slice(void *vctx, int64_t begin, int64_t end) {
+    const gate_bwd_ctx *c = vctx;
+    ts_vk_get()->silu_mul_backward(c->dx + begin, c->dy + begin, c->u + begin, c->x + begin, end - begin, c->plus, c->store);
+}
+
+void ts_silu_mul_backward(ts_pool *p, float *dx, const float *dy, const float *u, const float *x, int64_t n, bool plus, bool store) {
+    gate_bwd_ctx c = {.dx = dx, .dy = dy, .u = u, .x = x, .plus = plus, .store = store};
+    ts_pool_for(p, n, GRAIN, silu_mul_bwd_slice, &c);
+}
+
 void ts_ew_unary_backward(ts_pool *p, int kind, float *dx, const float *dout, const float *x, float alpha, float beta, int64_t n,
                           bool store) {
     un_ctx c = {.kind = kind, .out = dx, .x = x, .dout = dout, .pw = alpha, .pb = beta, .store = store};

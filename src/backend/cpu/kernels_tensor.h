@@ -27,6 +27,12 @@ void ts_bcast_binary_backward(ts_pool *p, int kind, float *da, float *db, const 
 /* ---- the unary family of backend/ew_math.h (kind: TS_EWU_*), alpha and
  * beta its parameters */
 void ts_ew_unary_forward(ts_pool *p, int kind, float *out, const float *x, float alpha, float beta, int64_t n);
+/* y = silu(x) * u, and s = silu(x) where s is not NULL: a Silu and the
+ * Mul of its output in one pass, their bits (exec.c's gate_fusable) */
+void ts_silu_mul_forward(ts_pool *p, float *s, float *y, const float *x, const float *u, int64_t n);
+/* its backward to x: dx (+)= (dy u) silu'(x), dy u as the Mul's backward
+ * gives s's gradient (0 + dy u where plus); stored when store */
+void ts_silu_mul_backward(ts_pool *p, float *dx, const float *dy, const float *u, const float *x, int64_t n, bool plus, bool store);
 /* v: x, or the forward's output for the kinds ts_ewu_reads_output names */
 void ts_ew_unary_backward(ts_pool *p, int kind, float *dx, const float *dout, const float *v, float alpha, float beta, int64_t n,
                           bool store);

@@ -19,6 +19,12 @@ typedef struct ts_vk {
     /* one row of n: y = softmax(x), or log-softmax when log; a row of
      * -inf gives 0 (-inf for log) */
     void (*softmax_row)(float *y, const float *x, int64_t n, bool log);
+    /* y = silu(x) * u, and s = silu(x) where s is not NULL (a SiLU-gated
+     * product: the Silu's and the Mul's bits) */
+    void (*silu_mul)(float *s, float *y, const float *x, const float *u, int64_t n);
+    /* its backward to x: dx (+)= (dy u) silu'(x) (stored when store, else
+     * added), dy u as the Mul's backward gives it (0 + dy u where plus) */
+    void (*silu_mul_backward)(float *dx, const float *dy, const float *u, const float *x, int64_t n, bool plus, bool store);
 } ts_vk;
 
 /* the table of ts_cpu_level() */

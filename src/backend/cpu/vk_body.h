@@ -10,11 +10,11 @@
 #include <string.h>
 
 /* A loop per kind for the ones models spend time in (GELU, Erf, Exp,
- * Sqrt, Abs): the kind is a constant there, so the math inlines and the
+ * Sqrt, Abs, SiLU): the kind is a constant there, so the math inlines and the
  * loop vectorises; the rest share one loop. Pow 2 (RMSNorm's square, as
  * exported) is x * x: powf's call per element was the dearest pass of a
  * small Llama's step. */
-#define EWU_HOT_KINDS(X) X(TS_EWU_GELU) X(TS_EWU_GELU_TANH) X(TS_EWU_ERF) X(TS_EWU_EXP) X(TS_EWU_SQRT) X(TS_EWU_ABS)
+#define EWU_HOT_KINDS(X) X(TS_EWU_GELU) X(TS_EWU_GELU_TANH) X(TS_EWU_ERF) X(TS_EWU_EXP) X(TS_EWU_SQRT) X(TS_EWU_ABS) X(TS_EWU_SILU)
 
 static void unary_forward(int kind, float *restrict y, const float *restrict x, float pw, float pb, int64_t n) {
     if (kind == TS_EWU_POW && pw == 2.0f) {
@@ -75,10 +75,37 @@ static void softmax_row(float *restrict y, const float *restrict x, int64_t n, b
     }
 }
 
+static void silu_mul(float *s, float *y, const float *x, const float *u, int64_t n) { /* y may be x or u (in place) */
+    if (s)
+        for (int64_t i = 0; i < n; i++) {
+            float v = ts_ewu_forward(TS_EWU_SILU, x[i], 0.0f, 0.0f);
+            s[i] = v;
+            y[i] = v * u[i];
+        }
+    else
+        for (int64_t i = 0; i < n; i++) y[i] = ts_ewu_forward(TS_EWU_SILU, x[i], 0.0f, 0.0f) * u[i];
+}
+
+static void silu_mul_backward(float *dx, const float *dy, const float *u, const float *x, int64_t n, bool plus, bool store) { /* dx may be dy */
+#define SILU_MUL_BWD(DS) \
+    if (store) \
+        for (int64_t i = 0; i < n; i++) dx[i] = (DS) * ts_ewu_derivative(TS_EWU_SILU, x[i], 0.0f, 0.0f); \
+    else \
+        for (int64_t i = 0; i < n; i++) dx[i] += (DS) * ts_ewu_derivative(TS_EWU_SILU, x[i], 0.0f, 0.0f);
+    if (plus) {
+        SILU_MUL_BWD(0.0f + dy[i] * u[i])
+    } else {
+        SILU_MUL_BWD(dy[i] * u[i])
+    }
+#undef SILU_MUL_BWD
+}
+
 extern const ts_vk TS_VK_TABLE;
 const ts_vk TS_VK_TABLE = {
     .name = TS_VK_NAME,
     .unary_forward = unary_forward,
     .unary_backward = unary_backward,
     .softmax_row = softmax_row,
+    .silu_mul = silu_mul,
+    .silu_mul_backward = silu_mul_backward,
 };

@@ -679,6 +679,7 @@ static void fill_kernel_table(void) {
     kernels[TS_OP_INT_CUMSUM] = row(ts_cu_fwd_int_cumsum, nullptr);
     kernels[TS_OP_INT_REDUCE] = row(ts_cu_fwd_int_reduce, nullptr);
     kernels[TS_OP_INT_RESIZE] = row(ts_cu_fwd_int_resize, nullptr);
+    kernels[TS_OP_SILU] = row(ts_cu_fwd_ew_unary, ts_cu_bwd_ew_unary);
     kernels[TS_OP_ATTENTION] = row(ts_cu_fwd_attention_twin, ts_cu_bwd_attention_twin); /* a copy of its twin: attention_one_pass false */
     kernels[TS_OP_INT_MATMUL] = row(ts_cu_fwd_int_matmul, nullptr);
     kernels[TS_OP_POWER] = row(ts_cu_fwd_broadcast_binary, ts_cu_bwd_broadcast_binary);
