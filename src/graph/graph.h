@@ -153,6 +153,7 @@ typedef enum ts_op {
      * of -1 (the first of p's) is an extrapolated position: weights[q]
      * itself. Rounded half to even into x's dtype (ts_int_resize_last) */
     TS_OP_INT_RESIZE,
+    TS_OP_RMS_NORM,     /* in: x, weight [D] (optional); over the last dim D: x / sqrt(mean(x^2) + eps) * weight; fattr[0]: eps */
     TS_OP_COUNT
 } ts_op;
 
