@@ -1082,6 +1082,24 @@ def _layer_norm(c, node, x, normalized_shape, w, b, eps):
     return [y, _Unavailable("layer norm's saved mean"), _Unavailable("layer norm's saved 1/std")]
 
 
+@row("rms_norm.default")
+def _rms_norm(c, node, x, normalized_shape, w=None, eps=None):
+    # kept out of the decomposition (_KEPT): one RMSNorm op over the
+    # normalised dims, flattened into one where there are several
+    shape = [int(d) for d in normalized_shape]
+    n = int(np.prod(shape))
+    xs = c.shape(node.args[0])
+    eps = float(np.finfo(np.float32).eps) if eps is None else float(eps)
+    xf = c.f(x)
+    if len(shape) > 1:
+        xf = c.g.reshape(xf, list(xs[:len(xs) - len(shape)]) + [n])
+    wf = None if w is None else c.f(w)
+    if wf is not None and tuple(wf.shape) != (n,):
+        wf = c.g.reshape(wf, [n])
+    y = c.g.rms_norm(xf, wf, eps)
+    return y if len(shape) == 1 else c.g.reshape(y, list(xs))
+
+
 @row("native_group_norm.default")
 def _group_norm(c, node, x, w, b, n, channels, hw, groups, eps):
     # one GroupNorm op of the module, its weight and bias inside (ones and
@@ -2216,6 +2234,26 @@ def _refusal_of(module, e) -> UnsupportedError:
                             "Options().capture('onnx')")
 
 
+# ATen ops that have a row of their own and that the decomposition to
+# Core ATen would take apart: kept whole where this PyTorch allows it
+_KEPT = ("rms_norm.default",)
+
+
+def _decompositions(torch):
+    """run_decompositions' arguments: the default table less _KEPT's ops
+    (PyTorch 2.6 on), else none (the default)."""
+    default = getattr(torch.export, "default_decompositions", None)
+    if default is None:
+        return ()
+    table = default()
+    for name in _KEPT:
+        packet, overload = name.split(".")
+        op = getattr(getattr(torch.ops.aten, packet, None), overload, None)
+        if op is not None:
+            table.pop(op, None)
+    return (table,)
+
+
 def capture(module, example_inputs, input_names):
     """(graph, its outputs, the ExportedProgram) of `module` at
     example_inputs, through torch.export."""
@@ -2229,7 +2267,7 @@ def capture(module, example_inputs, input_names):
     except Exception as e:  # the exporter's own reason: data-dependent flow, untraceable code
         raise _refusal_of(module, e) from e
     _mark_stop_gradients(torch, ep.graph_module)
-    ep = ep.run_decompositions()
+    ep = ep.run_decompositions(*_decompositions(torch))
     c = _Capture(torch, module, ep, list(input_names))
     outputs = c.build()
     c.g._outputs = outputs
