@@ -148,6 +148,17 @@ def test_the_rotary_angles_are_graph_ops_of_the_positions():
         assert got == pytest.approx(want, rel=1e-5)
 
 
+def test_the_written_out_rms_norms_are_rms_norm_ops():
+    """Each RMSNorm module (x * rsqrt(mean(x^2) + eps) * w) is one RMSNorm
+    op named in its module's scope, through either capture."""
+    torch.manual_seed(0)
+    net = Llama()
+    model = ts.training_model(net, ts.Options(), optimizer=ts.SGD(lr=0.0), example_inputs=llama_inputs(0))
+    norms = sorted(t.name for t in model.graph.tensors() if t.op == "RMSNorm")
+    assert norms == sorted([f"layers.{i}.{n}/RMSNorm:0" for i in range(LAYERS) for n in ("input_norm", "post_norm")]
+                           + ["norm/RMSNorm:0"]), norms
+
+
 class NormedMLP(nn.Module):
     """nn.RMSNorm after a Linear, and F.rms_norm over the last two dims
     without a weight: torch.export keeps aten.rms_norm whole."""
