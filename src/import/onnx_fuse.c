@@ -137,7 +137,7 @@ static bool rms_norm_at(const scan *s, size_t i, ts_onnx_chain *c) {
         for (; xside < 2 && !inv; xside++)
             if (!(inv = sole(s, xm->input[xside], "Reciprocal", &ki))) inv = sole(s, xm->input[xside], "Div", &ki);
         if (!inv || !named(c->x = xm->input[2 - xside])) return false;
-        if (is_op(inv, "Div") && (inv->n_input != 2 || !named(c->one = inv->input[0]))) return false;
+        if (inv->n_input != (is_op(inv, "Div") ? 2u : 1u) || (is_op(inv, "Div") && !named(c->one = inv->input[0]))) return false;
         if (!(sq = sole(s, inv->input[is_op(inv, "Div") ? 1 : 0], "Sqrt", &ks))) return false;
     }
     if (!named(c->x) || sq->n_input != 1) return false;

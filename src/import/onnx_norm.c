@@ -296,7 +296,8 @@ ts_status ts_onnx_op_rms_norm(importer *im, node_io *io) {
                                   ts_onnx_dtype_name(stash));
     int64_t D = x->shape.d[x->shape.ndim - 1];
     float eps = (float)ts_onnx_attr_f(im, "epsilon", 1e-5);
-    if (axis == x->shape.ndim - 1 && s->shape.ndim >= 1 && s->shape.d[s->shape.ndim - 1] == D && ts_shape_numel(&s->shape) == D)
+    if (axis == x->shape.ndim - 1 && s->shape.ndim >= 1 && s->shape.ndim <= x->shape.ndim && s->shape.d[s->shape.ndim - 1] == D &&
+        ts_shape_numel(&s->shape) == D && eps >= 0.0f)
         return ts_onnx_built(im, ts_rms_norm(im->g, x, s->shape.ndim == 1 ? s : ts_reshape(im->g, s, 1, &D), eps), &io->out[0]);
     for (int d = axis; d < x->shape.ndim; d++) ax[n++] = d;
     ts_graph *g = im->g;
