@@ -84,6 +84,17 @@ class RMSNorm(torch.nn.Module):
         return self.weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps))
 
 
+class HFRMSNorm(RMSNorm):
+    """transformers' LlamaRMSNorm: x in float32, its dtype back before the
+    weight (the TorchScript exporter writes each .to() as a Cast)."""
+
+    def forward(self, x):
+        dtype = x.dtype
+        x = x.to(torch.float32)
+        x = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
+        return self.weight * x.to(dtype)
+
+
 class Rotary(torch.nn.Module):
     """Llama's rotary embedding: cos and sin of positions x inverse
     frequencies (a buffer), applied to q = Linear(x)."""
@@ -241,6 +252,7 @@ def cases():
     # x * rsqrt(mean(x^2) + eps) * w: the exporters' Pow, ReduceMean, Add, Sqrt, Div or
     # Reciprocal, Mul, Mul import as one RMSNorm op (the TorchScript exporter has no aten::rms_norm)
     out["rms_norm"] = (Seq(torch.nn.Linear(6, 8), RMSNorm(8)), {"x": torch.randn(3, 4, 6)}, False, both)
+    out["rms_norm_hf"] = (Seq(torch.nn.Linear(6, 8), HFRMSNorm(8)), {"x": torch.randn(3, 4, 6)}, False, both)
     out["rms_norm_module"] = (Seq(torch.nn.Linear(6, 8), torch.nn.RMSNorm(8)), {"x": torch.randn(3, 4, 6)}, False, ("dynamo",))
     for name, m, x in (("batch_norm2d_eval", Seq(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4), torch.nn.ReLU()), torch.randn(2, 3, 6, 6)),
                        ("batch_norm1d_eval", Seq(torch.nn.Linear(5, 4), torch.nn.BatchNorm1d(4)), torch.randn(3, 5)),
@@ -454,7 +466,7 @@ def one_op_per_module(workdir):
     all_cases = cases()
     for name, op, scope in (("group_norm", "GroupNorm", "m.1"), ("group_norm_1d", "GroupNorm", "m.1"),
                             ("group_norm_no_affine", "GroupNorm", "m.1"), ("gelu", "Gelu", "m.1"), ("rms_norm", "RMSNorm", "m.1"),
-                            ("rms_norm_module", "RMSNorm", "m.1"), ("batch_norm2d_eval", "BatchNorm", "m.1"),
+                            ("rms_norm_hf", "RMSNorm", "m.1"), ("rms_norm_module", "RMSNorm", "m.1"), ("batch_norm2d_eval", "BatchNorm", "m.1"),
                             ("batch_norm2d_eval_first", "BatchNorm", "m.0")):
         module, inputs, scalar, exporters = all_cases[name]
         for exporter in exporters:

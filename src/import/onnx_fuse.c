@@ -118,16 +118,24 @@ static int64_t int_attr(const Node *n, const char *name, int64_t def) {
 /* RMSNorm's chain ending at Mul node `i` (by the weight), or false:
  * Mul(w, Mul(x, Reciprocal(Sqrt(Add(ReduceMean(Pow(x, 2)), eps))))), the
  * Reciprocal a Div(1, .) or the inner Mul a Div(x, Sqrt(.)), the Pow a
- * Mul(x, x), each Mul's and the Add's operands in either order. */
+ * Mul(x, x), each Mul's and the Add's operands in either order; the inner
+ * Mul's value may pass a Cast to float first (transformers' LlamaRMSNorm,
+ * `.to(input_dtype)`). */
 static bool rms_norm_at(const scan *s, size_t i, ts_onnx_chain *c) {
     const Node *last = s->gp->node[i], *xm = NULL, *inv = NULL, *sq, *add = NULL, *rm = NULL, *p;
     memset(c, 0, sizeof *c);
     c->kind = TS_ONNX_CHAIN_RMS_NORM;
     if (!is_op(last, "Mul") || last->n_input != 2 || last->n_output != 1) return false;
-    size_t kx = 0, ki = 0, ks = 0, ka = 0, kr = 0, kp = 0;
+    size_t kx = 0, ki = 0, ks = 0, ka = 0, kr = 0, kp = 0, kc = 0;
+    const Node *cast = NULL;
     int side = 0;
-    for (; side < 2 && !xm; side++)
-        if (!(xm = sole(s, last->input[side], "Mul", &kx))) xm = sole(s, last->input[side], "Div", &kx);
+    for (; side < 2 && !xm; side++) {
+        const char *in = last->input[side];
+        cast = sole(s, in, "Cast", &kc);
+        if (cast && cast->n_input == 1 && int_attr(cast, "to", 0) == 1) in = cast->input[0]; /* to FLOAT */
+        else cast = NULL;
+        if (!(xm = sole(s, in, "Mul", &kx))) xm = sole(s, in, "Div", &kx);
+    }
     if (!xm || xm->n_input != 2 || !named(c->weight = last->input[2 - side])) return false;
     if (is_op(xm, "Div")) { /* x / Sqrt(.) */
         if (!(sq = sole(s, xm->input[1], "Sqrt", &ks))) return false;
@@ -163,7 +171,9 @@ static bool rms_norm_at(const scan *s, size_t i, ts_onnx_chain *c) {
     }
     c->node[c->n_node++] = kp, c->node[c->n_node++] = kr, c->node[c->n_node++] = ka, c->node[c->n_node++] = ks;
     if (inv) c->node[c->n_node++] = ki;
-    c->node[c->n_node++] = kx, c->node[c->n_node++] = i;
+    c->node[c->n_node++] = kx;
+    if (cast) c->node[c->n_node++] = kc;
+    c->node[c->n_node++] = i;
     c->last = i;
     return true;
 }

@@ -32,7 +32,9 @@
  * (Llama's, Hugging Face's LlamaRMSNorm): Pow(x, 2) or Mul(x, x),
  * ReduceMean over the last axis keeping it, Add of eps, Sqrt, Reciprocal
  * or Div(1, .), Mul by x, Mul by the weight (or x divided by the Sqrt,
- * then the Mul by the weight), operands in either order. The import makes
+ * then the Mul by the weight; a Cast to float before that Mul, as the
+ * TorchScript exporter writes LlamaRMSNorm's `.to(input_dtype)`), operands
+ * in either order. The import makes
  * it one RMSNorm op (ts_rms_norm) where the weight is x's last dim's D
  * values and the constants are 2, eps and 1, named in the module's scope. */
 #ifndef TS_ONNX_FUSE_H
