@@ -472,6 +472,9 @@ TS_API ts_dtype ts_tensor_precision(const ts_tensor *t);
 /* Normalises over the last `ndims` dims, then * weight + bias (both of the
  * shape of those dims), as PyTorch's layer_norm. */
 TS_API ts_tensor *ts_layer_norm(ts_graph *g, ts_tensor *x, ts_tensor *weight, ts_tensor *bias, int ndims, float eps);
+/* Root-mean-square norm over the last dim D: x / sqrt(mean(x^2) + eps),
+ * then * weight ([D]; NULL: none), as PyTorch's rms_norm. */
+TS_API ts_tensor *ts_rms_norm(ts_graph *g, ts_tensor *x, ts_tensor *weight, float eps);
 /* x [N,C,...] normalised over each sample's `groups` groups of C/groups
  * channels (all their positions), then * weight + bias per channel (both
  * [C]), as PyTorch's group_norm; groups == C is instance norm. */
@@ -578,6 +581,7 @@ TS_API ts_tensor *ts_cross_entropy_ignore(ts_graph *g, ts_tensor *logits, ts_ten
 #define ts_silu(g, ...) ts_silu(TS_AT_(g), __VA_ARGS__)
 #define ts_embedding(g, ...) ts_embedding(TS_AT_(g), __VA_ARGS__)
 #define ts_layer_norm(g, ...) ts_layer_norm(TS_AT_(g), __VA_ARGS__)
+#define ts_rms_norm(g, ...) ts_rms_norm(TS_AT_(g), __VA_ARGS__)
 #define ts_group_norm(g, ...) ts_group_norm(TS_AT_(g), __VA_ARGS__)
 #define ts_matmul_batched(g, ...) ts_matmul_batched(TS_AT_(g), __VA_ARGS__)
 #define ts_matmul_int(g, ...) ts_matmul_int(TS_AT_(g), __VA_ARGS__)

@@ -11,7 +11,9 @@ ConvTranspose1d and ConvTranspose2d with strides, padding, output_padding,
 dilation and groups; InstanceNorm and GroupNorm (one GroupNorm op per
 module: one_op_per_module); GELU (TorchScript's Div, Erf, Add, Mul, Mul
 one Gelu op, against the same nodes imported one by one:
-gelu_fused_vs_unfused); SiLU (Mul(x, Sigmoid(x)) one Silu op); an eval-mode BatchNorm
+gelu_fused_vs_unfused); SiLU (Mul(x, Sigmoid(x)) one Silu op); RMSNorm written by hand as Llama's and
+nn.RMSNorm (the exporters' Pow, ReduceMean, Add, Sqrt, Div or Reciprocal,
+Mul, Mul one RMSNorm op, one by one likewise); an eval-mode BatchNorm
 exported with its running statistics as initializers (one BatchNorm op); PReLU, Hardtanh
 and ReLU6 (Clip), CELU, Mish, Softsign, amin, logsumexp, norm, tril, triu
 and repeat (Tile). Then the ONNX ops
@@ -69,6 +71,28 @@ class Wrapped(torch.nn.Module):
             return self.m(*args)
         *inputs, r = args
         return (self.m(*inputs) * r).sum()
+
+
+class RMSNorm(torch.nn.Module):
+    """Llama's RMSNorm as written by hand (Hugging Face's LlamaRMSNorm)."""
+
+    def __init__(self, d, eps=1e-6):
+        super().__init__()
+        self.weight, self.eps = torch.nn.Parameter(torch.rand(d) + 0.5), eps
+
+    def forward(self, x):
+        return self.weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps))
+
+
+class HFRMSNorm(RMSNorm):
+    """transformers' LlamaRMSNorm: x in float32, its dtype back before the
+    weight (the TorchScript exporter writes each .to() as a Cast)."""
+
+    def forward(self, x):
+        dtype = x.dtype
+        x = x.to(torch.float32)
+        x = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
+        return self.weight * x.to(dtype)
 
 
 class Rotary(torch.nn.Module):
@@ -227,6 +251,11 @@ def cases():
     out["gelu"] = (Seq(torch.nn.Linear(6, 5), torch.nn.GELU()), {"x": torch.randn(3, 4, 6) * 2}, False, both)
     # F.silu: Mul(x, Sigmoid(x)) imports as one Silu op
     out["silu"] = (Seq(torch.nn.Linear(6, 5), torch.nn.SiLU()), {"x": torch.randn(3, 4, 6) * 4}, False, both)
+    # x * rsqrt(mean(x^2) + eps) * w: the exporters' Pow, ReduceMean, Add, Sqrt, Div or
+    # Reciprocal, Mul, Mul import as one RMSNorm op (the TorchScript exporter has no aten::rms_norm)
+    out["rms_norm"] = (Seq(torch.nn.Linear(6, 8), RMSNorm(8)), {"x": torch.randn(3, 4, 6)}, False, both)
+    out["rms_norm_hf"] = (Seq(torch.nn.Linear(6, 8), HFRMSNorm(8)), {"x": torch.randn(3, 4, 6)}, False, both)
+    out["rms_norm_module"] = (Seq(torch.nn.Linear(6, 8), torch.nn.RMSNorm(8)), {"x": torch.randn(3, 4, 6)}, False, ("dynamo",))
     for name, m, x in (("batch_norm2d_eval", Seq(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4), torch.nn.ReLU()), torch.randn(2, 3, 6, 6)),
                        ("batch_norm1d_eval", Seq(torch.nn.Linear(5, 4), torch.nn.BatchNorm1d(4)), torch.randn(3, 5)),
                        ("batch_norm2d_eval_first", Seq(torch.nn.BatchNorm2d(3), torch.nn.Conv2d(3, 2, 1)), torch.randn(2, 3, 4, 4)),
@@ -439,6 +468,7 @@ def one_op_per_module(workdir):
     all_cases = cases()
     for name, op, scope in (("group_norm", "GroupNorm", "m.1"), ("group_norm_1d", "GroupNorm", "m.1"),
                             ("group_norm_no_affine", "GroupNorm", "m.1"), ("gelu", "Gelu", "m.1"), ("silu", "Silu", "m.1"),
+                            ("rms_norm", "RMSNorm", "m.1"), ("rms_norm_hf", "RMSNorm", "m.1"), ("rms_norm_module", "RMSNorm", "m.1"),
                             ("batch_norm2d_eval", "BatchNorm", "m.1"),
                             ("batch_norm2d_eval_first", "BatchNorm", "m.0")):
         module, inputs, scalar, exporters = all_cases[name]
@@ -456,7 +486,7 @@ def one_op_per_module(workdir):
             ops = [t for t in g.tensors() if t.name.startswith(scope + "/") and t.op not in ("Const", "Param", "Buffer")]
             main = [t for t in ops if t.op == op]
             views = [t for t in ops if t.op == "Reshape" and all(i.op == "Param" for i in t.inputs)]
-            if len(main) != 1 or len(ops) != 1 + len(views) or (op in ("GroupNorm", "Gelu", "Silu") and main[0].name != f"{scope}/{op}:0"):
+            if len(main) != 1 or len(ops) != 1 + len(views) or (op in ("GroupNorm", "Gelu", "Silu", "RMSNorm") and main[0].name != f"{scope}/{op}:0"):
                 return f"{name} ({exporter}): {scope}'s ops are {[(t.name, t.op) for t in ops]}, not one {op}"
             if op == "BatchNorm" and not all(i.is_buffer for i in main[0].inputs[3:]):
                 return f"{name} ({exporter}): the BatchNorm's running statistics are not buffers"
@@ -464,40 +494,42 @@ def one_op_per_module(workdir):
     return None
 
 
-def gelu_fused_vs_unfused(workdir):
+def gelu_fused_vs_unfused(workdir, case="gelu", op="Gelu", inner="Erf", weights=("m.0.weight", "m.0.bias"), inputs=None):
     """F.gelu's TorchScript chain imported as one Gelu op against the same
     file's nodes imported one by one (the Erf's value made a graph output
     too, so the chain's values are read elsewhere and it is not fused):
     the loss, the output and the Linear's gradients agree to float
-    rounding, at values across GELU's range."""
+    rounding, at values across GELU's range. Likewise another chain
+    (`case`, imported as `op`, `inner` its node made an output, `weights`
+    the gradients compared)."""
     import onnx
-    module, inputs, scalar, _ = cases()["gelu"]
-    inputs = {"x": torch.linspace(-7, 7, 3 * 4 * 6).reshape(3, 4, 6)}
+    module, case_inputs, scalar, _ = cases()[case]
+    inputs = inputs or ({"x": torch.linspace(-7, 7, 3 * 4 * 6).reshape(3, 4, 6)} if case == "gelu" else case_inputs)
     feeds, _, _ = reference_feeds(module, inputs, scalar)
-    path, apart = os.path.join(workdir, "gelu_fused.onnx"), os.path.join(workdir, "gelu_apart.onnx")
+    path, apart = os.path.join(workdir, f"{case}_fused.onnx"), os.path.join(workdir, f"{case}_apart.onnx")
     export(Wrapped(module, scalar), feeds, path, "torchscript")
     m = onnx.load(path)
-    erf = [n for n in m.graph.node if n.op_type == "Erf"]
+    erf = [n for n in m.graph.node if n.op_type == inner]
     if len(erf) != 1:
-        return f"the export has {len(erf)} Erf nodes, not one"
+        return f"the export has {len(erf)} {inner} nodes, not one"
     m.graph.output.append(onnx.helper.make_tensor_value_info(erf[0].output[0], onnx.TensorProto.FLOAT, None))
     onnx.save(m, apart)
     run = {k: v.numpy() for k, v in feeds.items()}
     got = {}
     for name, p in (("fused", path), ("apart", apart)):
         g = ts.Graph.from_onnx(p, {k: tuple(v.shape) for k, v in feeds.items()})
-        n_gelu = sum(t.op == "Gelu" for t in g.tensors())
+        n_gelu = sum(t.op == op for t in g.tensors())
         if n_gelu != (name == "fused"):
-            return f"the {name} import has {n_gelu} Gelu ops"
+            return f"the {name} import has {n_gelu} {op} ops"
         opts = ts.Options().output_mode("final")
         opts.anchor_tensor("out", output_alias(path, scalar), "final")
-        for i, w in enumerate(("m.0.weight", "m.0.bias")):
+        for i, w in enumerate(weights):
             opts.anchor_tensor(f"g{i}", "Gradient___" + w, "final")
         model = ts.training_model(g, opts, optimizer=ts.SGD(lr=0.0), loss=g.outputs[0])
         loss = float(model(**run))
-        got[name] = [loss] + [np.asarray(model.get_anchored_tensor(k), dtype=np.float64) for k in ("out", "g0", "g1")]
+        got[name] = [loss] + [np.asarray(model.get_anchored_tensor(k), dtype=np.float64) for k in ["out"] + [f"g{i}" for i in range(len(weights))]]
         g.close()
-    for what, a, b in zip(("loss", "output", "weight gradient", "bias gradient"), got["fused"], got["apart"]):
+    for what, a, b in zip(["loss", "output"] + [f"{w}'s gradient" for w in weights], got["fused"], got["apart"]):
         err = float(np.max(np.abs(np.asarray(a) - np.asarray(b)) / (1 + np.abs(np.asarray(b)))))
         if not err <= 1e-6:
             return f"{what}: fused and one by one differ by {err:.3g}"
@@ -548,6 +580,8 @@ def composed_cases():
         ("mean_variance_normalization", "MeanVarianceNormalization", {}, 13, x, []),
         ("rms_normalization", "RMSNormalization", {"axis": -2, "epsilon": 1e-3}, 23, x,
          [("scale", rng.standard_normal((4, 5)), True)]),
+        # over the last axis with a scale [D]: one RMSNorm op
+        ("rms_normalization_last", "RMSNormalization", {"epsilon": 1e-3}, 23, x, [("scale", rng.standard_normal(5), True)]),
         ("trilu_lower_k1", "Trilu", {"upper": 0}, 14, x, [("k", np.array(1), False)]),
         ("tile", "Tile", {}, 13, x[:, :, :2], [("repeats", np.array([1, 2, 1, 3]), False)]),
         ("cumsum", "CumSum", {}, 14, x, [("axis", np.array(-1), False)]),
@@ -916,6 +950,8 @@ def main():
                 failed += why is not None
         for name, fn in (("group_normalization_opsets", group_normalization_opsets), ("one_op_per_module", one_op_per_module),
                          ("gelu_fused_vs_unfused", gelu_fused_vs_unfused),
+                         ("rms_norm_fused_vs_unfused", lambda d: gelu_fused_vs_unfused(d, "rms_norm", "RMSNorm", "Sqrt",
+                                                                                       ("m.0.weight", "m.0.bias", "m.1.weight"))),
                          ("composed_gradients", composed_gradients),
                          ("composed_refusals", composed_refusals), ("control_flow", control_flow)):
             if only and not only.search(name):

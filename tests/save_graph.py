@@ -184,6 +184,42 @@ def python_graph():
             compare("python", n, model.get_anchored_tensor(n).reshape(v.shape), v)
 
 
+def python_rms_norm():
+    """RMSNorm with and without its weight, and a Gelu after it, saved by
+    Model.save_graph as standard ops; onnxruntime recomputes the loss and
+    the gradients of the weight, the layer before and the input."""
+    import tensorscope as ts
+
+    rng = np.random.default_rng(11)
+    g = ts.Graph()
+    x, labels = g.input("x", "f32", [4, 3, 8]), g.input("labels", "i32", [12])
+    w0, w1, w2 = g.param("w0", [8, 8]), g.param("norm.weight", [8]), g.param("w2", [8, 5])
+    h = g.gelu(g.rms_norm(g.matmul_batched(x, g.reshape(w0, [1, 8, 8])), w1, 1e-5))
+    h = g.rms_norm(h, None, 1e-3)
+    loss = g.cross_entropy(g.matmul(g.reshape(h, [12, 8]), w2), labels)
+    g.load_state_dict({"w0": rng.normal(size=(8, 8)).astype(np.float32), "norm.weight": rng.normal(size=8).astype(np.float32) + 1,
+                       "w2": rng.normal(size=(8, 5)).astype(np.float32)})
+    model = ts.training_model(g, optimizer=ts.SGD(lr=0.1), loss=loss)
+    grads = ["Gradient___w0", "Gradient___norm.weight", "Gradient___w2"]
+    for n in grads:
+        model.anchor_tensor(n)
+    xv, lv = rng.normal(size=(4, 3, 8)).astype(np.float32), rng.integers(0, 5, size=12).astype(np.int32)
+    with tempfile.TemporaryDirectory(dir=build) as d:
+        path = os.path.join(d, "rms_norm.onnx")
+        model.save_graph(path)
+        ours_loss = float(np.asarray(model(xv, lv)).reshape(-1)[0])
+        m = check_file("rms_norm", path, model.get_tensor_names())
+        own = sorted({n.op_type for n in m.graph.node if n.domain})
+        if own != ["SGD"]:
+            fail(f"rms_norm: ops of our own domain beside the optimizer's: {own}")
+        part = forward_part("rms_norm", m, ["x", "labels"], [loss.name] + grads)
+        got = ort.InferenceSession(part.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": xv, "labels": lv})
+        compare("rms_norm", "loss", np.float32(ours_loss), got[0])
+        for n, v in zip(grads, got[1:]):
+            compare("rms_norm", n, model.get_anchored_tensor(n).reshape(v.shape), v)
+        print("ok   rms_norm: standard ops, onnxruntime's loss and gradients are tensorscope's")
+
+
 def imported():
     """A small CNN classifier written with onnx.helper, imported, run for
     inference; its saved graph is run whole by onnxruntime."""
@@ -300,6 +336,7 @@ builtin("gpt", ["--model", "gpt", "--batch-size", "2", "--layers", "1", "--embd"
         ["tokens", "targets"], ["loss", "Gradient___logits", "Gradient___ln_f.weight", "Gradient___blocks.0.mlp.fc.weight",
                                 "Gradient___blocks.0.attn.qkv.weight", "Gradient___wte.weight", "Gradient___wpe.weight"])
 python_graph()
+python_rms_norm()
 imported()
 imported_typed()
 imported_training()

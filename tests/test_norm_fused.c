@@ -23,7 +23,9 @@
  * (ts_relu_forward) of the norm's output on 2 threads, rows of 37 and 128;
  * a model of LayerNorm + Gelu + Linear + LayerNorm + Relu + Linear against
  * the same graph with a Scale by 1 after each norm: the same logits,
- * losses, weight gradients and anchored values, to the bit. */
+ * losses, weight gradients and anchored values, to the bit. The same for
+ * RMSNorm, whose row shares the output pass (its kernel with Gelu, Gelu
+ * tanh and Relu; the model with RMSNorms in place of the LayerNorms). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -229,8 +231,15 @@ static void bn_relu_models(void) {
     for (int k = 0; k < 2; k++) ts_graph_free(g[k]);
 }
 
-/* ---- LayerNorm and the op after it: the kernel, rows of D */
-static void ln_act_case(ts_pool *p, int64_t rows, int64_t D, int kind, const char *what) {
+/* the norm's forward: LayerNorm's, or RMSNorm's (b unread) */
+static void norm_forward(ts_pool *p, bool rms, float *y, float *stats, const float *x, const float *w, const float *b, int64_t rows,
+                         int64_t D, const ts_out_act *act) {
+    if (rms) ts_rms_norm_forward(p, y, stats, x, w, rows, D, 1e-5f, act);
+    else ts_layer_norm_forward(p, y, stats, x, w, b, rows, D, 1e-5f, act);
+}
+
+/* ---- LayerNorm (RMSNorm) and the op after it: the kernel, rows of D */
+static void ln_act_case(ts_pool *p, int64_t rows, int64_t D, int kind, bool rms, const char *what) {
     int64_t n = rows * D;
     size_t bytes = (size_t)n * sizeof(float);
     float *x = malloc(bytes), *y0 = malloc(bytes), *a0 = malloc(bytes), *y1 = malloc(bytes), *a1 = malloc(bytes);
@@ -241,7 +250,7 @@ static void ln_act_case(ts_pool *p, int64_t rows, int64_t D, int kind, const cha
     }
     seeded_fill(x, n, 51), seeded_fill(w, D, 52), seeded_fill(b, D, 53);
     for (int64_t i = 0; i < n; i++) x[i] *= 3.0f;
-    ts_layer_norm_forward(p, y0, stats, x, w, b, rows, D, 1e-5f, NULL);
+    norm_forward(p, rms, y0, stats, x, w, b, rows, D, NULL);
     if (kind == TS_EWU_NONE) ts_relu_forward(p, a0, y0, n);
     else ts_ew_unary_forward(p, kind, a0, y0, 0.0f, 0.0f, n);
     int neg = 0;
@@ -249,38 +258,38 @@ static void ln_act_case(ts_pool *p, int64_t rows, int64_t D, int kind, const cha
     CHECK(neg > 0 && neg < n, "%s: outputs of both signs (%d of %lld negative)", what, neg, (long long)n);
     for (int64_t i = 0; i < n; i++) y1[i] = a1[i] = NAN;
     ts_out_act act = {.out = a1, .kind = kind};
-    ts_layer_norm_forward(p, y1, stats, x, w, b, rows, D, 1e-5f, &act);
+    norm_forward(p, rms, y1, stats, x, w, b, rows, D, &act);
     CHECK(memcmp(y0, y1, bytes) == 0 && memcmp(a0, a1, bytes) == 0, "%s, the op apart: the norm kept, the op's bits", what);
     for (int64_t i = 0; i < n; i++) y1[i] = NAN;
     act.out = y1;
-    ts_layer_norm_forward(p, y1, stats, x, w, b, rows, D, 1e-5f, &act);
+    norm_forward(p, rms, y1, stats, x, w, b, rows, D, &act);
     CHECK(memcmp(a0, y1, bytes) == 0, "%s, the op over the output: the op's bits", what);
 done:
     free(x), free(y0), free(a0), free(y1), free(a1), free(w), free(b), free(stats);
 }
 
-/* ---- LayerNorm and the op after it: the model */
+/* ---- LayerNorm (RMSNorm) and the op after it: the model */
 enum { LB = 24, LD = 40, LH = 36, LK = 6 };
 
 static float lxs[LB * LD];
 static int32_t lys[LB];
 
-static ts_tensor *ln_layer(ts_graph *g, ts_tensor *x, int64_t d, const char *name) {
+static ts_tensor *ln_layer(ts_graph *g, ts_tensor *x, int64_t d, const char *name, bool rms) {
     char wn[32], bn[32];
     snprintf(wn, sizeof wn, "%s.weight", name), snprintf(bn, sizeof bn, "%s.bias", name);
-    ts_tensor *h = ts_layer_norm(g, x, ts_param(g, wn, 1, &d), ts_param(g, bn, 1, &d), 1, 1e-5f);
+    ts_tensor *h = rms ? ts_rms_norm(g, x, ts_param(g, wn, 1, &d), 1e-5f) : ts_layer_norm(g, x, ts_param(g, wn, 1, &d), ts_param(g, bn, 1, &d), 1, 1e-5f);
     ts_tensor_set_name(h, name);
     return h;
 }
 
-static ts_graph *mlp(bool apart, ts_tensor **loss, ts_tensor **out) {
+static ts_graph *mlp(bool apart, bool rms, ts_tensor **loss, ts_tensor **out) {
     ts_graph *g = ts_graph_new(5);
     ts_tensor *x = ts_input(g, "x", TS_F32, 2, (int64_t[]){LB, LD});
     ts_tensor *y = ts_input(g, "labels", TS_I32, 1, (int64_t[]){LB});
-    ts_tensor *h = ln_layer(g, x, LD, "ln1");
+    ts_tensor *h = ln_layer(g, x, LD, "ln1", rms);
     h = ts_gelu(g, apart ? ts_scale(g, h, 1.0f) : h, 0);
     ts_tensor_set_name(h, "gelu");
-    h = ln_layer(g, ts_linear(g, h, LH, "fc1"), LH, "ln2");
+    h = ln_layer(g, ts_linear(g, h, LH, "fc1"), LH, "ln2", rms);
     h = ts_relu(g, apart ? ts_scale(g, h, 1.0f) : h);
     ts_tensor_set_name(h, "relu");
     h = ts_linear(g, h, LK, "fc2");
@@ -298,23 +307,24 @@ static ts_status ln_run(ts_model *m) {
     return ts_model_run(m, names, in, 2);
 }
 
-static ts_model *ln_model(ts_graph *g, ts_tensor *loss, ts_tensor *out, bool training, bool observed) {
+static ts_model *ln_model(ts_graph *g, ts_tensor *loss, ts_tensor *out, bool training, bool observed, bool rms) {
     static const char *const always[] = {"logits", "logits", NULL};
     static const char *const seen[] = {"ln1", "ln1", "gelu", "gelu", "relu", "relu", NULL};
     static const char *const trained[] = {"dw1", "Gradient___fc1.weight", "dg1", "Gradient___ln1.weight", "dg2", "Gradient___ln2.weight", NULL};
-    return compiled(g, loss, out, training, observed, always, seen, trained, " (LayerNorm)");
+    return compiled(g, loss, out, training, observed, always, seen, trained, rms ? " (RMSNorm)" : " (LayerNorm)");
 }
 
-static void ln_act_models(void) {
+static void ln_act_models(bool rms) {
     seeded_fill(lxs, LB * LD, 61);
     for (int i = 0; i < LB; i++) lys[i] = (i * 5 + 1) % LK;
     ts_tensor *loss[2], *out[2];
-    ts_graph *g[2] = {mlp(false, &loss[0], &out[0]), mlp(true, &loss[1], &out[1])};
+    ts_graph *g[2] = {mlp(false, rms, &loss[0], &out[0]), mlp(true, rms, &loss[1], &out[1])};
     for (int training = 0; training < 2; training++)
         for (int observed = 0; observed < 2; observed++) {
-            ts_model *m[2] = {ln_model(g[0], loss[0], out[0], training, observed), ln_model(g[1], loss[1], out[1], training, observed)};
-            char how[64];
-            snprintf(how, sizeof how, "%s, %s", training ? "training" : "inference", observed ? "norms and ops anchored" : "nothing anchored");
+            ts_model *m[2] = {ln_model(g[0], loss[0], out[0], training, observed, rms), ln_model(g[1], loss[1], out[1], training, observed, rms)};
+            char how[80];
+            snprintf(how, sizeof how, "%s %s, %s", rms ? "RMSNorm" : "LayerNorm", training ? "training" : "inference",
+                     observed ? "norms and ops anchored" : "nothing anchored");
             for (int s = 0; s < (training ? STEPS : 1) && m[0] && m[1]; s++) {
                 ts_metrics_reset();
                 CHECK_OK(ln_run(m[0]), "%s, run %d (norm + op)", how, s + 1);
@@ -347,14 +357,18 @@ int main(void) {
     bn_relu_case(p, 8, 16, 64, true, "batch statistics, 8x8 planes");
     bn_relu_case(p, 3, 5, 21, false, "running statistics");
     bn_relu_case(p, 32, 4, 1, true, "[N, C] (inner 1)");
-    ln_act_case(p, 50, 37, TS_EWU_GELU, "LayerNorm + Gelu, rows of 37");
-    ln_act_case(p, 64, 128, TS_EWU_GELU, "LayerNorm + Gelu, rows of 128");
-    ln_act_case(p, 50, 37, TS_EWU_GELU_TANH, "LayerNorm + Gelu (tanh), rows of 37");
-    ln_act_case(p, 50, 37, TS_EWU_ERF, "LayerNorm + Erf, rows of 37");
-    ln_act_case(p, 50, 37, TS_EWU_SILU, "LayerNorm + Silu, rows of 37");
-    ln_act_case(p, 64, 128, TS_EWU_NONE, "LayerNorm + Relu, rows of 128");
+    ln_act_case(p, 50, 37, TS_EWU_GELU, false, "LayerNorm + Gelu, rows of 37");
+    ln_act_case(p, 64, 128, TS_EWU_GELU, false, "LayerNorm + Gelu, rows of 128");
+    ln_act_case(p, 50, 37, TS_EWU_GELU_TANH, false, "LayerNorm + Gelu (tanh), rows of 37");
+    ln_act_case(p, 50, 37, TS_EWU_ERF, false, "LayerNorm + Erf, rows of 37");
+    ln_act_case(p, 50, 37, TS_EWU_SILU, false, "LayerNorm + Silu, rows of 37");
+    ln_act_case(p, 64, 128, TS_EWU_NONE, false, "LayerNorm + Relu, rows of 128");
+    ln_act_case(p, 50, 37, TS_EWU_GELU, true, "RMSNorm + Gelu, rows of 37");
+    ln_act_case(p, 64, 128, TS_EWU_GELU_TANH, true, "RMSNorm + Gelu (tanh), rows of 128");
+    ln_act_case(p, 64, 128, TS_EWU_NONE, true, "RMSNorm + Relu, rows of 128");
     ts_pool_free(p);
     bn_relu_models();
-    ln_act_models();
+    ln_act_models(false);
+    ln_act_models(true);
     return check_summary("test_norm_fused");
 }

@@ -562,6 +562,14 @@ static ts_tensor *b_layer_norm(ts_graph *g, const op_case *c)
     return ts_layer_norm(g, x, w, b, c->iarg, 1e-5f);
 }
 
+/* iarg: 1 with a weight, 0 without */
+static ts_tensor *b_rms_norm(ts_graph *g, const op_case *c)
+{
+    ts_tensor *x = rparam(g, "x", 3, S234, D_SYM);
+    ts_tensor *w = c->iarg ? rparam(g, "rms.weight", 1, (int64_t[]){4}, D_SYM) : NULL;
+    return ts_rms_norm(g, x, w, 1e-5f);
+}
+
 /* iarg bits: 1 a transposed, 2 b transposed, 4 broadcast batch dims
  * ([2,1,3,4] x [3,4,5]) */
 static ts_tensor *b_bmm(ts_graph *g, const op_case *c)
@@ -1096,6 +1104,8 @@ int main(void)
         {"gather_elements axis 1", b_gather_elements, LIN, 1e-3, 1e-4, 1, 0, {0}},
         {"layer_norm last dim", b_layer_norm, 1e-3, 1e-2, 1e-4, 1, 0, {0}},
         {"layer_norm last 2 dims", b_layer_norm, 1e-3, 1e-2, 1e-4, 2, 0, {0}},
+        {"rms_norm with a weight", b_rms_norm, 1e-3, 1e-2, 1e-4, 1, 0, {0}},
+        {"rms_norm without", b_rms_norm, 1e-3, 1e-2, 1e-4, 0, 0, {0}},
         {"bmm [2,3,4]x[2,4,5]", b_bmm, LIN, 1e-3, 1e-4, 0, 0, {0}},
         {"bmm a^T", b_bmm, LIN, 1e-3, 1e-4, 1, 0, {0}},
         {"bmm b^T", b_bmm, LIN, 1e-3, 1e-4, 2, 0, {0}},

@@ -248,6 +248,13 @@ class _Calls:
             if build is not None:
                 self.inner.update(nodes[:-1])
                 self.fused[nodes[-1]] = build
+        self.rms = set()
+        for n in graph.nodes:  # RMSNorm written out (Llama's): one RMSNorm op, as the ONNX import makes it
+            chain = _rms_norm_chain(n)
+            if chain and not any(m in self.inner or m in self.fused for m in chain[0]):
+                self.inner.update(chain[0][:-1])
+                self.fused[n] = chain[1]
+                self.rms.add(n)
         for n in graph.nodes:  # a permute of a permute: one Transpose, as the exporter writes it
             p = n.args[0] if n.op == "call_function" and n.target is _PERMUTE and n.args else None
             if (getattr(p, "target", None) is _PERMUTE and len(p.users) == 1 and p not in self.inner
@@ -256,6 +263,8 @@ class _Calls:
                 self.fused[n] = _permutes(p, n)
 
     def kind(self, c, node):
+        if node in self.rms:
+            return (), "RMSNorm"
         fname = self.last.get(node)
         if fname in _CALL_KIND:
             return _CALL_KIND[fname]
@@ -273,6 +282,54 @@ class _Calls:
         if op == "convolution":
             return (), "ConvTranspose" if node.args[6] else "Conv"
         return (), _ONNX_KIND.get(op)
+
+
+def _rms_norm_chain(n):
+    """(its nodes, a builder) where n is the last node of an RMSNorm
+    written out: mul(mul(x, rsqrt(add(mean(pow(x, 2), [-1], True), eps))),
+    w) (x * x for the pow, the muls' operands in either order), w [D] of
+    x's last dim D, f32, each node on the way read by the next alone;
+    else None."""
+    def op(m, *names):
+        return getattr(m, "op", None) == "call_function" and _op_name(m.target) in names
+
+    def sole(m, *names):
+        return m if op(m, *names) and len(m.users) == 1 else None
+
+    def val(m):
+        return m.meta.get("val") if hasattr(m, "meta") else None
+
+    if not op(n, "mul.Tensor") or len(n.args) != 2:
+        return None
+    for side in (0, 1):
+        inner, w = sole(n.args[side], "mul.Tensor"), n.args[1 - side]
+        if inner is None or len(inner.args) != 2:
+            continue
+        for xs in (0, 1):
+            x, rs = inner.args[xs], sole(inner.args[1 - xs], "rsqrt.default")
+            add = sole(rs.args[0], "add.Tensor", "add.Scalar") if rs is not None else None
+            if add is None or len(add.args) != 2 or add.kwargs:
+                continue
+            mean, eps = (add.args[0], add.args[1]) if hasattr(add.args[0], "op") else (add.args[1], add.args[0])
+            mean = sole(mean, "mean.dim")
+            if mean is None or isinstance(eps, bool) or not isinstance(eps, (int, float)) or not eps >= 0 or mean.kwargs:
+                continue
+            vx, vw = val(x), val(w)
+            if vx is None or vw is None or str(vx.dtype) != "torch.float32" or str(vw.dtype) != "torch.float32" or vx.dim() < 1:
+                continue
+            D = int(vx.shape[-1])
+            if tuple(int(d) for d in vw.shape) != (D,) or list(mean.args[1]) not in ([-1], [vx.dim() - 1]) or \
+                    len(mean.args) < 3 or mean.args[2] is not True:
+                continue
+            sq = mean.args[0]
+            if not (sole(sq, "pow.Tensor_Scalar") is not None and sq.args[0] is x and sq.args[1] == 2) and \
+                    not (sole(sq, "mul.Tensor") is not None and sq.args[0] is x and sq.args[1] is x):
+                continue
+
+            def build(c, x=x, w=w, eps=float(eps)):
+                return c.g.rms_norm(c.f(c.env[x]), c.f(c.env[w]), eps)
+            return [sq, mean, add, rs, inner, n], build
+    return None
 
 
 def _permutes(first, second):
@@ -1085,6 +1142,24 @@ def _layer_norm(c, node, x, normalized_shape, w, b, eps):
         w, b = c.g.reshape(w, shape), c.g.reshape(b, shape)
     y = c.g.layer_norm(c.f(x), w, b, len(shape), float(eps))
     return [y, _Unavailable("layer norm's saved mean"), _Unavailable("layer norm's saved 1/std")]
+
+
+@row("rms_norm.default")
+def _rms_norm(c, node, x, normalized_shape, w=None, eps=None):
+    # kept out of the decomposition (_KEPT): one RMSNorm op over the
+    # normalised dims, flattened into one where there are several
+    shape = [int(d) for d in normalized_shape]
+    n = int(np.prod(shape))
+    xs = c.shape(node.args[0])
+    eps = float(np.finfo(np.float32).eps) if eps is None else float(eps)
+    xf = c.f(x)
+    if len(shape) > 1:
+        xf = c.g.reshape(xf, list(xs[:len(xs) - len(shape)]) + [n])
+    wf = None if w is None else c.f(w)
+    if wf is not None and tuple(wf.shape) != (n,):
+        wf = c.g.reshape(wf, [n])
+    y = c.g.rms_norm(xf, wf, eps)
+    return y if len(shape) == 1 else c.g.reshape(y, list(xs))
 
 
 @row("native_group_norm.default")
@@ -2221,15 +2296,24 @@ def _refusal_of(module, e) -> UnsupportedError:
                             "Options().capture('onnx')")
 
 
+# ATen ops that have a row of their own and that the decomposition to
+# Core ATen would take apart (silu into a sigmoid and a mul): kept whole
+# where this PyTorch allows it
+_KEPT = ("silu.default", "rms_norm.default")
+
+
 def _decompositions(torch):
-    """run_decompositions' arguments: Core ATen's table less silu, which
-    reaches the graph as one Silu op (the decomposition writes a sigmoid
-    and a mul); PyTorch before 2.6 has no table to change: its default."""
-    table = getattr(torch.export, "default_decompositions", None)
-    if table is None:
+    """run_decompositions' arguments: the default table less _KEPT's ops
+    (PyTorch 2.6 on), else none (the default)."""
+    default = getattr(torch.export, "default_decompositions", None)
+    if default is None:
         return ()
-    table = table()
-    table.pop(torch.ops.aten.silu.default, None)
+    table = default()
+    for name in _KEPT:
+        packet, overload = name.split(".")
+        op = getattr(getattr(torch.ops.aten, packet, None), overload, None)
+        if op is not None:
+            table.pop(op, None)
     return (table,)
 
 

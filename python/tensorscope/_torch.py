@@ -294,15 +294,32 @@ def _softplus(g, x, beta, threshold):
     return g.op("Where", g.op("Greater", bx, const(float(t))), x, soft)
 
 
+def _rms_norm(g, x, normalized_shape, weight, eps):
+    """aten::rms_norm (nn.RMSNorm, F.rms_norm; the exporter has none before
+    opset 23) as the nodes it writes for x * rsqrt(mean(x^2) + eps) * w,
+    which the import makes one RMSNorm op over the last dim (eps None:
+    float32's machine epsilon, as PyTorch's)."""
+    import torch
+    from torch.onnx import symbolic_helper as sh
+    k = len(sh._maybe_get_const(normalized_shape, "is"))
+    e = sh._maybe_get_const(eps, "f")
+    e = float(torch.finfo(torch.float32).eps) if e is None or sh._is_none(eps) else float(e)
+    const = lambda v: g.op("Constant", value_t=torch.tensor(v, dtype=torch.float32))  # noqa: E731
+    ms = g.op("ReduceMean", g.op("Pow", x, const(2.0)), axes_i=list(range(-k, 0)), keepdims_i=1)
+    y = g.op("Mul", x, g.op("Div", const(1.0), g.op("Sqrt", g.op("Add", ms, const(e)))))
+    return y if sh._is_none(weight) else g.op("Mul", y, weight)
+
+
 _CARRIED = {"aten::detach": _stop_gradient, "aten::embedding": _embedding,
-            "aten::cross_entropy_loss": _cross_entropy, "aten::softplus": _softplus}
+            "aten::cross_entropy_loss": _cross_entropy, "aten::softplus": _softplus,
+            "aten::rms_norm": _rms_norm}
 
 
 @contextlib.contextmanager
 def _semantics_carried(module):
     """Exports what ONNX's ops lose of forward's semantics (each detach(),
     an Embedding's padding_idx, cross_entropy's label_smoothing and class
-    probabilities, softplus's threshold) in
+    probabilities, softplus's threshold; rms_norm, which it lacks) in
     tensorscope's terms while the export
     runs (the registrations are the exporter's, process-wide)."""
     import torch

@@ -123,6 +123,7 @@ OPS = {
     "stop_gradient": ("ts_stop_gradient", "x:T"),
     "matmul_int": ("ts_matmul_int", "a:T b:T"),
     "silu": ("ts_silu", "x:T"),
+    "rms_norm": ("ts_rms_norm", "x:T weight:T?=None eps:F=1e-05"),
 }
 
 # What each op does, in Python terms (the parameters are listed from OPS).
@@ -281,6 +282,8 @@ OP_DOCS = {
                   "2**64, int32 mod 2**32, as numpy's and onnxruntime's). Memory: the result's, never "
                   "the M x K x N products. No gradient.",
     "silu": "SiLU (Swish), x * sigmoid(x): PyTorch's F.silu.",
+    "rms_norm": "x / sqrt(mean(x**2) + eps) over the last dimension, then * weight ([D]; None: none) "
+                "(torch's rms_norm).",
 }
 
 # The Python type each kind of parameter takes (type hints and docstrings).

@@ -518,6 +518,18 @@ static void forward(ox *x, const ts_tensor *t) {
         attr_i(x, nd, "axis", -t->attr[0]);
         attr_f(x, nd, "epsilon", (double)t->fattr[0]);
         break;
+    case TS_OP_RMS_NORM: { /* x_hat = x / sqrt(mean(x^2) + eps), then * w */
+        const char *sq = strf(x, "%s/x^2", y), *ms = strf(x, "%s/mean_x^2", y), *ve = strf(x, "%s/+eps", y), *rms = strf(x, "%s/rms", y);
+        op2(x, "Mul", sq, a, a);
+        attr_is(x, nd = op1(x, "ReduceMean", ms, sq), "axes", 1, (int64_t[]){as->ndim - 1});
+        attr_i(x, nd, "keepdims", 1);
+        op2(x, "Add", ve, ms, const_f(x, strf(x, "%s/eps", y), (double)t->fattr[0]));
+        op1(x, "Sqrt", rms, ve);
+        op1(x, "Reciprocal", strf(x, "%s/inv_rms", y), rms); /* beside x_hat: what the backward reads */
+        op2(x, "Mul", b ? strf(x, "%s/x_hat", y) : y, a, strf(x, "%s/inv_rms", y));
+        if (b) op2(x, "Mul", y, strf(x, "%s/x_hat", y), b);
+        break;
+    }
     case TS_OP_PERMUTE: attr_is(x, op1(x, "Transpose", y, a), "perm", as->ndim, t->attr); break;
     case TS_OP_SLICE: {
         const char *s = const_i64(x, strf(x, "%s/starts", y), 1, &t->attr[1]);
@@ -745,30 +757,32 @@ static const char *din(ox *x, const ts_bwd_op *o, const ts_tensor *t, int j) {
 
 /* Whether op t's backward is written as standard ops (then written). */
 /* A normalisation's backward (layer norm, batch norm with the batch's
- * statistics), xh the normalised input, w the weight: dx = (g - mean(g) -
- * xh mean(g xh)) `scale_op` scale, g = dY w, the means over `axes`; dw =
+ * statistics, RMS norm), xh the normalised input, w the weight (NULL:
+ * none): dx = (g - mean(g) - xh mean(g xh)) `scale_op` scale, g = dY w,
+ * the means over `axes` (not centred, RMS norm's: without mean(g)); dw =
  * sum dY xh and db = sum dY over `sum_axes`. */
-static void norm_backward(ox *x, const ts_bwd_op *o, const ts_tensor *t, const char *dy, const char *w, const char *xh, int n_axes,
+static void norm_backward(ox *x, const ts_bwd_op *o, const ts_tensor *t, bool centred, const char *dy, const char *w, const char *xh, int n_axes,
                           const int64_t *axes, const char *scale_op, const char *scale, int n_sum, const int64_t *sum_axes) {
     const char *ga, *gb;
     if ((ga = din(x, o, t, 0))) {
-        const char *g = strf(x, "%s/dY_w", ga), *mg = strf(x, "%s/mean_g", ga), *gx = strf(x, "%s/g_xh", ga), *mgx = strf(x, "%s/mean_g_xh", ga),
-                   *t1 = strf(x, "%s/g-mean_g", ga), *t2 = strf(x, "%s/xh_mean_g_xh", ga), *t3 = strf(x, "%s/inner", ga);
-        op2(x, "Mul", g, dy, w);
-        attr_is(x, nd_keep(x, op1(x, "ReduceMean", mg, g)), "axes", n_axes, axes);
+        const char *g = w ? strf(x, "%s/dY_w", ga) : dy, *mg = strf(x, "%s/mean_g", ga), *gx = strf(x, "%s/g_xh", ga),
+                   *mgx = strf(x, "%s/mean_g_xh", ga), *t1 = centred ? strf(x, "%s/g-mean_g", ga) : g, *t2 = strf(x, "%s/xh_mean_g_xh", ga),
+                   *t3 = strf(x, "%s/inner", ga);
+        if (w) op2(x, "Mul", g, dy, w);
+        if (centred) attr_is(x, nd_keep(x, op1(x, "ReduceMean", mg, g)), "axes", n_axes, axes);
         op2(x, "Mul", gx, g, xh);
         attr_is(x, nd_keep(x, op1(x, "ReduceMean", mgx, gx)), "axes", n_axes, axes);
-        op2(x, "Sub", t1, g, mg);
+        if (centred) op2(x, "Sub", t1, g, mg);
         op2(x, "Mul", t2, xh, mgx);
         op2(x, "Sub", t3, t1, t2);
         op2(x, scale_op, ga, t3, scale);
     }
-    if ((gb = din(x, o, t, 1))) {
+    if (t->n_in > 1 && (gb = din(x, o, t, 1))) {
         const char *p2 = strf(x, "%s/dY_xh", gb);
         op2(x, "Mul", p2, dy, xh);
         attr_i(x, op2(x, "ReduceSum", gb, p2, const_i64(x, strf(x, "%s/axes", gb), n_sum, sum_axes)), "keepdims", 0);
     }
-    if ((gb = din(x, o, t, 2))) attr_i(x, op2(x, "ReduceSum", gb, dy, const_i64(x, strf(x, "%s/axes", gb), n_sum, sum_axes)), "keepdims", 0);
+    if (t->n_in > 2 && (gb = din(x, o, t, 2))) attr_i(x, op2(x, "ReduceSum", gb, dy, const_i64(x, strf(x, "%s/axes", gb), n_sum, sum_axes)), "keepdims", 0);
 }
 
 static bool standard_backward(ox *x, const ts_bwd_op *o, const ts_tensor *t) {
@@ -1047,7 +1061,14 @@ static bool standard_backward(ox *x, const ts_bwd_op *o, const ts_tensor *t) {
         const char *xh = strf(x, "%s/x_hat", y), *xc = strf(x, "%s/x-mean", y); /* beside the forward's statistics */
         op2(x, "Sub", xc, a, strf(x, "%s/mean", y));
         op2(x, "Mul", xh, xc, strf(x, "%s/inv_std", y));
-        norm_backward(x, o, t, dy, b, xh, k, norm, "Mul", strf(x, "%s/inv_std", y), lead, outer);
+        norm_backward(x, o, t, true, dy, b, xh, k, norm, "Mul", strf(x, "%s/inv_std", y), lead, outer);
+        return true;
+    }
+    case TS_OP_RMS_NORM: { /* xh = x inv_rms; dx = inv_rms (g - xh mean(g xh)), g = dY w; dw = sum dY xh */
+        const ts_shape *s = shape_of(x, t->in[0]);
+        int64_t last = s->ndim - 1, outer[TS_MAX_DIMS];
+        for (int d = 0; d < last; d++) outer[d] = d;
+        norm_backward(x, o, t, false, dy, b, b ? strf(x, "%s/x_hat", y) : y, 1, &last, "Mul", strf(x, "%s/inv_rms", y), (int)last, outer);
         return true;
     }
     case TS_OP_BATCH_NORM: { /* with the batch's statistics: dx = (g - mean(g) - xh mean(g xh)) / std, g = dY w; dw = sum dY xh, db = sum dY */
@@ -1057,7 +1078,7 @@ static bool standard_backward(ox *x, const ts_bwd_op *o, const ts_tensor *t) {
         for (int d = 0; d < s->ndim; d++)
             if (d != 1) v[n++] = d;
         const char *xh = strf(x, "%s/normalised", y);
-        norm_backward(x, o, t, dy, strf(x, "%s/weight", y), xh, n, v, "Div", strf(x, "%s/std", y), n, v);
+        norm_backward(x, o, t, true, dy, strf(x, "%s/weight", y), xh, n, v, "Div", strf(x, "%s/std", y), n, v);
         return true;
     }
     case TS_OP_CONV2D: { /* dX = ConvTranspose(dY, W); dW = a conv of x by dY (stride and dilation swapped); db = sum dY */

@@ -154,6 +154,7 @@ typedef enum ts_op {
      * itself. Rounded half to even into x's dtype (ts_int_resize_last) */
     TS_OP_INT_RESIZE,
     TS_OP_SILU,         /* x sigmoid(x) (SiLU, Swish with beta 1): ew_math.h's unary family */
+    TS_OP_RMS_NORM,     /* in: x, weight [D] (optional); over the last dim D: x / sqrt(mean(x^2) + eps) * weight; fattr[0]: eps */
     TS_OP_COUNT
 } ts_op;
 

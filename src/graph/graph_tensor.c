@@ -290,6 +290,11 @@ ts_tensor *ts_layer_norm(ts_graph *g, ts_tensor *x, ts_tensor *weight, ts_tensor
     return node(g, TS_OP_LAYER_NORM, 3, (const ts_tensor *[]){x, weight, bias}, &(attrs){.attr = {ndims}, .fattr = {eps}});
 }
 
+ts_tensor *ts_rms_norm(ts_graph *g, ts_tensor *x, ts_tensor *weight, float eps) {
+    if (g && !g->sticky && !(eps >= 0.0f)) return ts_graph_fail(g, TS_ERR_INVALID_ARGUMENT, "ts_rms_norm: eps must be >= 0");
+    return node(g, TS_OP_RMS_NORM, weight ? 2 : 1, (const ts_tensor *[]){x, weight}, &(attrs){.fattr = {eps}});
+}
+
 ts_tensor *ts_matmul_batched(ts_graph *g, ts_tensor *a, ts_tensor *b, int transpose_a, int transpose_b) {
     return node(g, TS_OP_BATCH_MATMUL, 2, (const ts_tensor *[]){a, b}, &(attrs){.attr = {transpose_a != 0, transpose_b != 0}});
 }

@@ -267,6 +267,7 @@ static const ts_op_def table[] = {
     [TS_OP_INT_MATMUL] = {.op = TS_OP_INT_MATMUL, .name = "IntMatMul", .arity = TS_ARITY_VARIADIC, .any_dtype = true, .bwd_unread_inputs = 0x7u, .shape = shape_int_matmul, .flops = ts_flops_bmm, .sample = {.shapes = TS_SAMPLE_MATMUL, .rank = 3, .n_in = 2, .dtype = TS_I64, .attrs.dtype = TS_I64}},
     [TS_OP_INT_RESIZE] = {.op = TS_OP_INT_RESIZE, .name = "IntResize", .arity = 3, .any_dtype = true, .int_inputs = 0x2u, .bwd_unread_inputs = 0x7u, .shape = shape_int_resize, .flops = flops_elementwise, .sample = {.dtype = TS_I64, .ints = TS_SAMPLE_AXIS, .attrs = {.attr = {0, 1}, .dtype = TS_I64}}},
     [TS_OP_SILU] = {.op = TS_OP_SILU, .name = "Silu", .arity = 1, .has_backward = true, .shape = shape_same, .flops = flops_elementwise},
+    [TS_OP_RMS_NORM] = {.op = TS_OP_RMS_NORM, .name = "RMSNorm", .arity = TS_ARITY_VARIADIC, .has_backward = true, .shape = ts_shape_rms_norm, .flops = ts_flops_layer_norm, .scratch_floats = ts_scratch_rms_norm, .sample = {.shapes = TS_SAMPLE_TRAILING, .n_in = 2, .attrs = {.attr = {1}, .fattr = {1e-5f}}}},
 };
 _Static_assert(sizeof table / sizeof table[0] == TS_OP_COUNT, "the op table must cover every ts_op");
 

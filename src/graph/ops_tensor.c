@@ -99,6 +99,18 @@ ts_status ts_shape_layer_norm(const ts_tensor *n, const ts_shape *in, ts_shape *
     return TS_OK;
 }
 
+/* x, and an optional weight of x's last dim */
+ts_status ts_shape_rms_norm(const ts_tensor *n, const ts_shape *in, ts_shape *out) {
+    char a[96], b[96];
+    if (n->n_in < 1 || n->n_in > 2) return SHAPE_ERR("RMSNorm takes an input and an optional weight, got %d inputs", n->n_in);
+    if (in[0].ndim < 1) return SHAPE_ERR("RMSNorm: the input %s needs a dim to normalise", sh(&in[0], a));
+    if (n->n_in == 2 && (in[1].ndim != 1 || in[1].d[0] != in[0].d[in[0].ndim - 1]))
+        return SHAPE_ERR("RMSNorm: the weight %s must be [%lld], the last dim of the input %s", sh(&in[1], b),
+                         (long long)in[0].d[in[0].ndim - 1], sh(&in[0], a));
+    *out = in[0];
+    return TS_OK;
+}
+
 ts_status ts_shape_bmm(const ts_tensor *n, const ts_shape *in, ts_shape *out) {
     char a[96], b[96];
     bool ta = n->attr[0] != 0, tb = n->attr[1] != 0;
@@ -272,6 +284,11 @@ double ts_flops_bmm(const ts_shape *in, const ts_shape *out) {
 double ts_flops_layer_norm(const ts_shape *in, const ts_shape *out) { (void)in; return 8.0 * (double)ts_shape_numel(out); }
 size_t ts_scratch_layer_norm(const ts_shape *in, const ts_shape *out) {
     return 2 * (size_t)(ts_shape_numel(out) / ts_shape_numel(&in[1]));
+}
+size_t ts_scratch_rms_norm(const ts_shape *in, const ts_shape *out) { /* each row's 1 / rms */
+    (void)in;
+    int64_t D = out->ndim ? out->d[out->ndim - 1] : 1;
+    return (size_t)(D ? ts_shape_numel(out) / D : 0);
 }
 size_t ts_scratch_group_norm(const ts_shape *in, const ts_shape *out) { /* (mean, rstd) per sample and group: room for C groups */
     int64_t N, C, S;

@@ -13,6 +13,7 @@ ts_status ts_shape_gather(const ts_tensor *n, const ts_shape *in, ts_shape *out)
 void ts_gather_dims(const ts_shape *data, int axis, int64_t *outer, int64_t *V, int64_t *C);
 ts_status ts_shape_gather_elements(const ts_tensor *n, const ts_shape *in, ts_shape *out);
 ts_status ts_shape_layer_norm(const ts_tensor *n, const ts_shape *in, ts_shape *out);
+ts_status ts_shape_rms_norm(const ts_tensor *n, const ts_shape *in, ts_shape *out);
 ts_status ts_shape_group_norm(const ts_tensor *n, const ts_shape *in, ts_shape *out);
 ts_status ts_shape_bmm(const ts_tensor *n, const ts_shape *in, ts_shape *out);
 ts_status ts_shape_permute(const ts_tensor *n, const ts_shape *in, ts_shape *out);
@@ -34,6 +35,7 @@ ts_shape ts_reduce_kept_shape(const ts_tensor *n, const ts_shape *x);
 double ts_flops_bmm(const ts_shape *in, const ts_shape *out);
 double ts_flops_layer_norm(const ts_shape *in, const ts_shape *out);
 size_t ts_scratch_layer_norm(const ts_shape *in, const ts_shape *out);
+size_t ts_scratch_rms_norm(const ts_shape *in, const ts_shape *out);
 size_t ts_scratch_group_norm(const ts_shape *in, const ts_shape *out);
 /* GroupNorm's x [N,C,...] as N, C and the positions S of each channel */
 void ts_group_norm_dims(const ts_shape *x, int64_t *N, int64_t *C, int64_t *S);

@@ -448,15 +448,43 @@ static bool gelu_fits(importer *im, const ts_onnx_chain *c) {
            shape_of(ts_onnx_lookup(im, c->half))->ndim <= x->t->shape.ndim;
 }
 
+/* Whether v is one constant value of at most ndim dims (never a
+ * parameter) */
+static bool const_scalar_of(const value *v, int ndim) {
+    return v && is_const(v) && !v->param && v->c.v && ts_shape_numel(&v->c.shape) == 1 && v->c.shape.ndim <= ndim;
+}
+
+/* Whether RMSNorm's chain has its values: x f32, the mean over its last
+ * axis, the constants 2, eps >= 0 (kept in c->eps) and 1, and a weight of
+ * the last dim's D values ([D], or [1,..,D]) */
+static bool rms_norm_fits(importer *im, ts_onnx_chain *c) {
+    const value *x = ts_onnx_lookup(im, c->x), *w = ts_onnx_lookup(im, c->weight), *e = ts_onnx_lookup(im, c->eps_in);
+    if (!x || !x->t || x->t->dtype != TS_F32 || !w || !const_scalar_of(e, x->t->shape.ndim) || !(e->c.v[0] >= 0)) return false;
+    int nd = x->t->shape.ndim;
+    int64_t D = nd ? x->t->shape.d[nd - 1] : 0;
+    const ts_shape *ws = shape_of(w);
+    if (nd < 1 || ws->ndim < 1 || ws->ndim > nd || ws->d[ws->ndim - 1] != D || ts_shape_numel(ws) != D || (w->t && w->t->dtype != TS_F32))
+        return false;
+    if (c->two && !(const_scalar_of(ts_onnx_lookup(im, c->two), nd) && ts_onnx_lookup(im, c->two)->c.v[0] == 2.0)) return false;
+    if (c->one && !(const_scalar_of(ts_onnx_lookup(im, c->one), nd) && ts_onnx_lookup(im, c->one)->c.v[0] == 1.0)) return false;
+    const value *ax = c->axes_in ? ts_onnx_lookup(im, c->axes_in) : NULL;
+    if (ax && !(is_const(ax) && !ax->param && ax->c.v && ts_shape_numel(&ax->c.shape) == 1)) return false;
+    int64_t axis = ax ? (int64_t)ax->c.v[0] : c->axis;
+    if (axis != -1 && axis != nd - 1) return false;
+    c->eps = (float)e->c.v[0];
+    return true;
+}
+
 /* Whether the chain's values make it nn.GroupNorm: x [N,C,...] reshaped
  * to [N,G,L], a unit scale and zero bias of G, the Reshape back to x's
  * shape, and C weights and biases. */
-static bool chain_fits(importer *im, const ts_onnx_chain *c) {
+static bool chain_fits(importer *im, ts_onnx_chain *c) {
     if (c->kind == TS_ONNX_CHAIN_GELU) return gelu_fits(im, c);
     if (c->kind == TS_ONNX_CHAIN_SILU) { /* x an f32 graph tensor */
         const value *x = ts_onnx_lookup(im, c->x);
         return x && x->t && x->t->dtype == TS_F32;
     }
+    if (c->kind == TS_ONNX_CHAIN_RMS_NORM) return rms_norm_fits(im, c);
     const value *x = ts_onnx_lookup(im, c->x), *s = ts_onnx_lookup(im, c->scale), *b = ts_onnx_lookup(im, c->bias);
     if (!x || !s || !b || !ts_onnx_const_filled(s, 1.0) || !ts_onnx_const_filled(b, 0.0)) return false;
     const ts_shape *xs = shape_of(x);
@@ -480,9 +508,21 @@ static ts_status chain_one_by_one(importer *im, ts_onnx_chain *c) {
 }
 
 static void chain_inputs(importer *im, const ts_onnx_chain *c, node_io *io) {
-    const char *names[5] = {c->x, c->scale, c->bias, c->weight, c->shift};
-    io->n_in = c->kind == TS_ONNX_CHAIN_GELU || c->kind == TS_ONNX_CHAIN_SILU ? 1 : 5;
+    bool rms = c->kind == TS_ONNX_CHAIN_RMS_NORM;
+    const char *names[5] = {c->x, rms ? c->weight : c->scale, c->bias, c->weight, c->shift};
+    io->n_in = c->kind == TS_ONNX_CHAIN_GELU || c->kind == TS_ONNX_CHAIN_SILU ? 1 : rms ? 2 : 5;
     for (int i = 0; i < io->n_in; i++) io->in[i] = ts_onnx_lookup(im, names[i]);
+}
+
+/* RMSNorm's chain (onnx_fuse.h) as one RMSNorm op: x, and the weight as
+ * [D] */
+static ts_status op_rms_norm_chain(importer *im, node_io *io) {
+    const ts_onnx_chain *c = chain_of(im, im->node_index);
+    ts_status st = TS_OK;
+    ts_tensor *x = ts_onnx_as_tensor(im, io->in[0], &st);
+    int64_t D = x ? x->shape.d[x->shape.ndim - 1] : 0;
+    ts_tensor *w = x ? channels_of(im, io->in[1], D, "Weight", &st) : NULL;
+    return w ? ts_onnx_built(im, ts_rms_norm(im->g, x, w, c->eps), &io->out[0]) : st;
 }
 
 /* F.gelu's chain (onnx_fuse.h) as one GELU op of x */
@@ -670,7 +710,12 @@ ts_status ts_onnx_import_node(importer *im, const Node *n, int index) {
         im->node = n, im->node_index = index;
         chain = NULL;
     }
-    if (chain) fn = chain->kind == TS_ONNX_CHAIN_GELU ? op_gelu_chain : chain->kind == TS_ONNX_CHAIN_SILU ? op_silu_chain : op_group_norm_chain, required = 0;
+    if (chain)
+        fn = chain->kind == TS_ONNX_CHAIN_GELU       ? op_gelu_chain
+             : chain->kind == TS_ONNX_CHAIN_SILU     ? op_silu_chain
+             : chain->kind == TS_ONNX_CHAIN_RMS_NORM ? op_rms_norm_chain
+                                                     : op_group_norm_chain,
+        required = 0;
     if (im->depth == 0 && folds_unread(im, n)) {
         ts_logf(TS_LOG_DEBUG, "%s: node %d '%s' (%s) computes constants nothing reads: skipped", im->path, index,
                 n->name ? n->name : "", n->op_type);

@@ -130,6 +130,76 @@ static bool silu_at(const scan *s, size_t i, ts_onnx_chain *c) {
     return true;
 }
 
+/* Node n's int attribute `name`, or def */
+static int64_t int_attr(const Node *n, const char *name, int64_t def) {
+    for (size_t a = 0; a < n->n_attribute; a++)
+        if (n->attribute[a]->name && strcmp(n->attribute[a]->name, name) == 0) return n->attribute[a]->i;
+    return def;
+}
+
+/* RMSNorm's chain ending at Mul node `i` (by the weight), or false:
+ * Mul(w, Mul(x, Reciprocal(Sqrt(Add(ReduceMean(Pow(x, 2)), eps))))), the
+ * Reciprocal a Div(1, .) or the inner Mul a Div(x, Sqrt(.)), the Pow a
+ * Mul(x, x), each Mul's and the Add's operands in either order; the inner
+ * Mul's value may pass a Cast to float first (transformers' LlamaRMSNorm,
+ * `.to(input_dtype)`). */
+static bool rms_norm_at(const scan *s, size_t i, ts_onnx_chain *c) {
+    const Node *last = s->gp->node[i], *xm = NULL, *inv = NULL, *sq, *add = NULL, *rm = NULL, *p;
+    memset(c, 0, sizeof *c);
+    c->kind = TS_ONNX_CHAIN_RMS_NORM;
+    if (!is_op(last, "Mul") || last->n_input != 2 || last->n_output != 1) return false;
+    size_t kx = 0, ki = 0, ks = 0, ka = 0, kr = 0, kp = 0, kc = 0;
+    const Node *cast = NULL;
+    int side = 0;
+    for (; side < 2 && !xm; side++) {
+        const char *in = last->input[side];
+        cast = sole(s, in, "Cast", &kc);
+        if (cast && cast->n_input == 1 && int_attr(cast, "to", 0) == 1) in = cast->input[0]; /* to FLOAT */
+        else cast = NULL;
+        if (!(xm = sole(s, in, "Mul", &kx))) xm = sole(s, in, "Div", &kx);
+    }
+    if (!xm || xm->n_input != 2 || !named(c->weight = last->input[2 - side])) return false;
+    if (is_op(xm, "Div")) { /* x / Sqrt(.) */
+        if (!(sq = sole(s, xm->input[1], "Sqrt", &ks))) return false;
+        c->x = xm->input[0];
+    } else {
+        int xside = 0;
+        for (; xside < 2 && !inv; xside++)
+            if (!(inv = sole(s, xm->input[xside], "Reciprocal", &ki))) inv = sole(s, xm->input[xside], "Div", &ki);
+        if (!inv || !named(c->x = xm->input[2 - xside])) return false;
+        if (inv->n_input != (is_op(inv, "Div") ? 2u : 1u) || (is_op(inv, "Div") && !named(c->one = inv->input[0]))) return false;
+        if (!(sq = sole(s, inv->input[is_op(inv, "Div") ? 1 : 0], "Sqrt", &ks))) return false;
+    }
+    if (!named(c->x) || sq->n_input != 1) return false;
+    if (!(add = sole(s, sq->input[0], "Add", &ka)) || add->n_input != 2) return false;
+    int aside = 0;
+    for (; aside < 2 && !rm; aside++) rm = sole(s, add->input[aside], "ReduceMean", &kr);
+    if (!rm || rm->n_input < 1 || !named(c->eps_in = add->input[2 - aside]) || int_attr(rm, "keepdims", 1) != 1) return false;
+    c->axes_in = rm->n_input > 1 && named(rm->input[1]) ? rm->input[1] : NULL;
+    for (size_t a = 0; a < rm->n_attribute && !c->axes_in; a++) {
+        const TensorscopeOnnx__AttributeProto *at = rm->attribute[a];
+        if (!at->name || strcmp(at->name, "axes") != 0) continue;
+        if (at->n_ints != 1) return false;
+        c->axis = at->ints[0], c->has_axis = true;
+    }
+    if (!c->axes_in && !c->has_axis) return false; /* every axis */
+    if ((p = sole(s, rm->input[0], "Pow", &kp))) {
+        if (p->n_input != 2 || !named(p->input[0]) || strcmp(p->input[0], c->x) != 0 || !named(c->two = p->input[1])) return false;
+    } else if ((p = sole(s, rm->input[0], "Mul", &kp))) {
+        if (p->n_input != 2 || !named(p->input[0]) || !named(p->input[1]) || strcmp(p->input[0], c->x) != 0 || strcmp(p->input[1], c->x) != 0)
+            return false;
+    } else {
+        return false;
+    }
+    c->node[c->n_node++] = kp, c->node[c->n_node++] = kr, c->node[c->n_node++] = ka, c->node[c->n_node++] = ks;
+    if (inv) c->node[c->n_node++] = ki;
+    c->node[c->n_node++] = kx;
+    if (cast) c->node[c->n_node++] = kc;
+    c->node[c->n_node++] = i;
+    c->last = i;
+    return true;
+}
+
 /* Whether node n's attribute `name` is the ints want[0..k) */
 static bool ints_attr_is(const Node *n, const char *name, const int64_t *want, size_t k) {
     for (size_t a = 0; a < n->n_attribute; a++) {
@@ -243,7 +313,7 @@ ts_status ts_onnx_chains(const struct TensorscopeOnnx__GraphProto *gp, ts_onnx_c
         ts_onnx_chain c;
         if (!(is_op(gp->node[i], "Add") && chain_at(&s, i, &c)) && !(is_op(gp->node[i], "Mul") && gelu_at(&s, i, &c)) &&
             !(is_op(gp->node[i], "Mul") && silu_at(&s, i, &c)) &&
-            !(is_op(gp->node[i], "MatMul") && attention_at(&s, i, &c)))
+            !(is_op(gp->node[i], "MatMul") && attention_at(&s, i, &c)) && !(is_op(gp->node[i], "Mul") && rms_norm_at(&s, i, &c)))
             continue;
         if ((st = ts_grow((void **)out, &cap, *n + 1, sizeof **out))) break;
         (*out)[(*n)++] = c;

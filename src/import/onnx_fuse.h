@@ -30,7 +30,17 @@
  * `finfo.min` write), the scale a constant and q, k and v 4-D. Keys and
  * values that grouped-query attention repeats for the query heads
  * (Llama's repeat_kv: Unsqueeze at axis 2, Expand, Reshape to the query
- * heads) join the chain: the node reads them before the repeat. */
+ * heads) join the chain: the node reads them before the repeat.
+ *
+ * RMSNorm as PyTorch's exporters write w * (x * rsqrt(mean(x^2, -1) + eps))
+ * (Llama's, Hugging Face's LlamaRMSNorm): Pow(x, 2) or Mul(x, x),
+ * ReduceMean over the last axis keeping it, Add of eps, Sqrt, Reciprocal
+ * or Div(1, .), Mul by x, Mul by the weight (or x divided by the Sqrt,
+ * then the Mul by the weight; a Cast to float before that Mul, as the
+ * TorchScript exporter writes LlamaRMSNorm's `.to(input_dtype)`), operands
+ * in either order. The import makes
+ * it one RMSNorm op (ts_rms_norm) where the weight is x's last dim's D
+ * values and the constants are 2, eps and 1, named in the module's scope. */
 #ifndef TS_ONNX_FUSE_H
 #define TS_ONNX_FUSE_H
 
@@ -43,7 +53,7 @@ struct TensorscopeOnnx__GraphProto;
 
 #define TS_ONNX_CHAIN_NODES 12
 
-enum { TS_ONNX_CHAIN_GROUP_NORM, TS_ONNX_CHAIN_GELU, TS_ONNX_CHAIN_ATTENTION, TS_ONNX_CHAIN_SILU };
+enum { TS_ONNX_CHAIN_GROUP_NORM, TS_ONNX_CHAIN_GELU, TS_ONNX_CHAIN_ATTENTION, TS_ONNX_CHAIN_SILU, TS_ONNX_CHAIN_RMS_NORM };
 
 typedef struct ts_onnx_chain {
     int kind; /* TS_ONNX_CHAIN_* */
@@ -80,6 +90,13 @@ typedef struct ts_onnx_chain {
     bool scale_bad, mask_bad;
     float eps;
     bool off; /* the values do not fit: its nodes are imported one by one */
+    /* RMSNorm's x (above) and weight (above), the Pow's exponent (NULL: a
+     * Mul of x by x), the eps added, the 1 divided (NULL: a Reciprocal, or
+     * x divided), the ReduceMean's axes as its input (NULL: its attribute
+     * `axis`, one axis, or none: has_axis false) */
+    const char *two, *eps_in, *axes_in;
+    int64_t axis;
+    bool has_axis;
 } ts_onnx_chain;
 
 /* Every such chain of the graph whose intermediate values nothing else

@@ -282,7 +282,9 @@ ts_status ts_onnx_op_mvn(importer *im, node_io *io) {
 }
 
 /* RMSNormalization (opset 23): x / sqrt(mean(x^2) + epsilon) * scale,
- * the mean over the axes from `axis` on; statistics in float. */
+ * the mean over the axes from `axis` on; statistics in float. Over the
+ * last axis with a scale of its D values ([D], or [1,..,D]): one RMSNorm
+ * op; else the ops it is made of. */
 ts_status ts_onnx_op_rms_norm(importer *im, node_io *io) {
     ts_status st = TS_OK;
     ts_tensor *x = as_f32(im, io->in[0], &st), *s = x ? as_f32(im, io->in[1], &st) : NULL;
@@ -292,10 +294,15 @@ ts_status ts_onnx_op_rms_norm(importer *im, node_io *io) {
     if (stash != 1)
         return ts_onnx_node_error(im, TS_ERR_UNSUPPORTED, "stash_type %d (statistics computed in %s) is not available; stash_type 1 (float) is", stash,
                                   ts_onnx_dtype_name(stash));
+    int64_t D = x->shape.d[x->shape.ndim - 1];
+    float eps = (float)ts_onnx_attr_f(im, "epsilon", 1e-5);
+    if (axis == x->shape.ndim - 1 && s->shape.ndim >= 1 && s->shape.ndim <= x->shape.ndim && s->shape.d[s->shape.ndim - 1] == D &&
+        ts_shape_numel(&s->shape) == D && eps >= 0.0f)
+        return ts_onnx_built(im, ts_rms_norm(im->g, x, s->shape.ndim == 1 ? s : ts_reshape(im->g, s, 1, &D), eps), &io->out[0]);
     for (int d = axis; d < x->shape.ndim; d++) ax[n++] = d;
     ts_graph *g = im->g;
     ts_tensor *ms = ts_reduce_mean(g, ts_mul(g, x, x), n, ax, 1);
-    ts_tensor *inv = ts_pow(g, ts_add(g, ms, ts_onnx_scalar_constant(im, "Epsilon", (float)ts_onnx_attr_f(im, "epsilon", 1e-5))), -0.5f);
+    ts_tensor *inv = ts_pow(g, ts_add(g, ms, ts_onnx_scalar_constant(im, "Epsilon", eps)), -0.5f);
     return ts_onnx_built(im, ts_mul(g, ts_mul(g, x, inv), s), &io->out[0]);
 }
 

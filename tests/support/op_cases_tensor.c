@@ -94,6 +94,27 @@ static void layer_norm_cases(ts_op_checker *c) {
     layer_norm_case(c, 2, (int64_t[]){2000, 3}, 1, 0.1f);    /* many short rows */
 }
 
+/* x of shape d[0..nd), RMS-normalised over its last dim, with a weight
+ * or without */
+static void rms_norm_case(ts_op_checker *c, int nd, const int64_t *d, bool weight, float eps) {
+    char label[96];
+    ts_graph *g = ts_graph_new(1);
+    ts_tensor *x = in_f32(g, "x", nd, d);
+    int64_t n = 1;
+    for (int q = 0; q < nd; q++) n *= d[q];
+    snprintf(label, sizeof label, "%lld elements in %d dims, %s weight, eps %g", (long long)n, nd, weight ? "a" : "no", (double)eps);
+    ts_op_check(c, label, ts_rms_norm(g, x, weight ? ts_param(g, "w", 1, d + nd - 1) : NULL, eps), NULL);
+    ts_graph_free(g);
+}
+
+static void rms_norm_cases(ts_op_checker *c) {
+    rms_norm_case(c, 3, (int64_t[]){3, 5, 6}, true, 1e-3f);
+    rms_norm_case(c, 3, (int64_t[]){3, 5, 6}, false, 1e-5f);
+    rms_norm_case(c, 2, (int64_t[]){1, 200}, true, 1e-5f);   /* one row */
+    rms_norm_case(c, 2, (int64_t[]){2000, 3}, true, 0.1f);   /* many short rows */
+    rms_norm_case(c, 2, (int64_t[]){64, 513}, false, 1e-6f); /* rows past the lanes' blocks */
+}
+
 /* x of shape d[0..nd) ([N, C, ...]) in G groups of channels */
 static void group_norm_case(ts_op_checker *c, int nd, const int64_t *d, int G, float eps) {
     char label[128], sd[64] = "";
@@ -262,6 +283,7 @@ void ts_op_cases_tensor(ts_op_checker *c) {
     embedding_cases(c);
     gather_cases(c);
     layer_norm_cases(c);
+    rms_norm_cases(c);
     group_norm_cases(c);
     bmm_cases(c);
     permute_cases(c);

@@ -35,6 +35,8 @@ void ts_fwd_gather_elements(const ts_kctx *k);
 void ts_bwd_gather_elements(const ts_kctx *k);
 void ts_fwd_layer_norm(const ts_kctx *k);
 void ts_bwd_layer_norm(const ts_kctx *k);
+void ts_fwd_rms_norm(const ts_kctx *k);
+void ts_bwd_rms_norm(const ts_kctx *k);
 void ts_fwd_group_norm(const ts_kctx *k);
 void ts_bwd_group_norm(const ts_kctx *k);
 size_t ts_cpu_workspace_bmm(const ts_shape *in, const ts_dtype *in_dtype, const ts_shape *out, int threads);

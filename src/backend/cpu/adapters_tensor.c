@@ -176,6 +176,18 @@ void ts_bwd_layer_norm(const ts_kctx *k) {
     ts_layer_norm_backward(k->pool, k->din[0], k->din[1], k->din[2], k->dout, k->in[0], k->scratch, k->in[1], rows, D);
 }
 
+void ts_fwd_rms_norm(const ts_kctx *k) {
+    int64_t D = k->out_shape.d[k->out_shape.ndim - 1], rows = D ? numel_out(k) / D : 0;
+    ts_out_act a;
+    ts_rms_norm_forward(k->pool, k->out, k->scratch, k->in[0], k->n_in > 1 ? k->in[1] : NULL, rows, D, k->node->fattr[0],
+                        out_act(k, &a) ? &a : NULL);
+}
+void ts_bwd_rms_norm(const ts_kctx *k) {
+    int64_t D = k->out_shape.d[k->out_shape.ndim - 1], rows = D ? numel_out(k) / D : 0;
+    ts_rms_norm_backward(k->pool, k->din[0], k->n_in > 1 ? k->din[1] : NULL, k->dout, k->in[0], k->scratch, k->n_in > 1 ? k->in[1] : NULL,
+                         rows, D);
+}
+
 void ts_fwd_group_norm(const ts_kctx *k) {
     int64_t N, C, S;
     ts_group_norm_dims(&k->in_shape[0], &N, &C, &S);

@@ -249,6 +249,7 @@ static const ts_kernel_row kernels[] = {
     [TS_OP_ATTENTION] = {.forward = ts_fwd_attention, .backward = ts_bwd_attention, .workspace_floats = ts_cpu_workspace_attention,
                          .stores_din = 0x17u}, /* q, k, v and the twin */
     [TS_OP_INT_MATMUL] = {.forward = ts_fwd_int_matmul},
+    [TS_OP_RMS_NORM] = {.forward = ts_fwd_rms_norm, .backward = ts_bwd_rms_norm, .fuses_relu = true, .fuses_unary = true, .pass_over_in0 = true},
 };
 _Static_assert(sizeof kernels / sizeof kernels[0] == TS_OP_COUNT, "the CPU kernel table must cover every ts_op");
 

@@ -447,6 +447,78 @@ void ts_layer_norm_backward(ts_pool *p, float *dx, float *dw, float *db, const f
     else if (dw || db) ts_sum_rows(p, rows, D, dw ? ln_bwd_dwdb_rows : ln_bwd_db_rows, &c, dw ? dw : db, NULL, 0);
 }
 
+/* ---------------------------------------------------------------- rms norm */
+
+static void rms_fwd_slice(void *vctx, int64_t begin, int64_t end) {
+    const rows_ctx *c = vctx;
+    int64_t D = c->n;
+    for (int64_t r = begin; r < end; r++) {
+        const float *x = c->x + r * D;
+        float *y = c->out + r * D;
+        /* the mean of squares in eight lanes, as layer norm's variance */
+        float rr = 1.0f / sqrtf((float)(ts_lane_sum(x, 0.0f, x, 0.0f, D) / (double)D) + c->eps);
+        if (c->w)
+            for (int64_t j = 0; j < D; j++) y[j] = x[j] * rr * c->w[j];
+        else
+            for (int64_t j = 0; j < D; j++) y[j] = x[j] * rr;
+        if (c->act) out_act_row(c->act, c->act->out + r * D, y, D);
+        c->aux[r] = rr;
+    }
+}
+
+void ts_rms_norm_forward(ts_pool *p, float *y, float *rstd, const float *x, const float *w, int64_t rows, int64_t D, float eps,
+                         const ts_out_act *act) {
+    rows_ctx c = {.out = y, .aux = rstd, .act = act, .x = x, .w = w, .n = D, .eps = eps};
+    ts_pool_for(p, rows, GRAIN / (D > 0 ? D : 1) + 1, rms_fwd_slice, &c);
+}
+
+/* dx += r (g - x r^2 mean(g x)) with g = dy * w (dy without a weight):
+ * rows split over the pool */
+static void rms_bwd_dx_slice(void *vctx, int64_t begin, int64_t end) {
+    const rows_ctx *c = vctx;
+    int64_t D = c->n;
+    const float *w = c->w;
+    for (int64_t r = begin; r < end; r++) {
+        const float *xr = c->x + r * D, *d = c->dout + r * D;
+        float rr = c->y[r], sgx = 0.0f;
+        if (w) { /* sum g x in eight lanes, as layer norm's */
+            float acc[8] = {0};
+            int64_t j = 0;
+            for (; j + 8 <= D; j += 8)
+                for (int l = 0; l < 8; l++) acc[l] += d[j + l] * w[j + l] * xr[j + l];
+            for (int l = 0; l < 8; l++) sgx += acc[l];
+            for (; j < D; j++) sgx += d[j] * w[j] * xr[j];
+        } else {
+            sgx = (float)ts_lane_sum(d, 0.0f, xr, 0.0f, D);
+        }
+        float k = rr * rr * rr * sgx / (float)D;
+        float *o = c->out + r * D;
+        if (w)
+            for (int64_t j = 0; j < D; j++) o[j] += rr * (d[j] * w[j]) - xr[j] * k;
+        else
+            for (int64_t j = 0; j < D; j++) o[j] += rr * d[j] - xr[j] * k;
+    }
+}
+
+/* dw += sum over rows of dy * x * r: ts_sum_rows's parts */
+static void rms_bwd_dw_rows(void *vctx, int64_t r0, int64_t r1, int64_t c0, int64_t c1, float *aw, float *unused) {
+    const rows_ctx *c = vctx;
+    (void)unused;
+    int64_t D = c->n, w = c1 - c0;
+    for (int64_t r = r0; r < r1; r++) {
+        const float *xr = c->x + r * D + c0, *d = c->dout + r * D + c0;
+        float rr = c->y[r];
+        for (int64_t j = 0; j < w; j++) aw[j] += d[j] * (xr[j] * rr);
+    }
+}
+
+void ts_rms_norm_backward(ts_pool *p, float *dx, float *dw, const float *dy, const float *x, const float *rstd, const float *w,
+                          int64_t rows, int64_t D) {
+    rows_ctx c = {.out = dx, .x = x, .w = w, .dout = dy, .y = rstd, .n = D};
+    if (dx) ts_pool_for(p, rows, GRAIN / (D > 0 ? D : 1) + 1, rms_bwd_dx_slice, &c);
+    if (dw) ts_sum_rows(p, rows, D, rms_bwd_dw_rows, &c, dw, NULL, 0);
+}
+
 /* -------------------------------------------------------------- group norm */
 
 /* A group (sample n, group g) is L = C/G * S contiguous values of x [N, C,

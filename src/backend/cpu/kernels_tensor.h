@@ -61,6 +61,13 @@ void ts_layer_norm_forward(ts_pool *p, float *y, float *stats, const float *x, c
                            int64_t D, float eps, const ts_out_act *act);
 void ts_layer_norm_backward(ts_pool *p, float *dx, float *dw, float *db, const float *dy, const float *x, const float *stats, const float *w,
                             int64_t rows, int64_t D);
+/* ---- RMS norm over rows of D: y = x * rstd * w (w NULL: none), rstd =
+ * 1 / sqrt(mean(x^2) + eps) kept per row [rows] for backward, which
+ * accumulates into dx and dw (either may be NULL); act as layer norm's */
+void ts_rms_norm_forward(ts_pool *p, float *y, float *rstd, const float *x, const float *w, int64_t rows, int64_t D, float eps,
+                         const ts_out_act *act);
+void ts_rms_norm_backward(ts_pool *p, float *dx, float *dw, const float *dy, const float *x, const float *rstd, const float *w,
+                          int64_t rows, int64_t D);
 /* Group norm of x [N, C, S] over G groups of C/G channels: stats [N*G, 2]
  * = (mean, rstd) kept for the backward, which accumulates into dx, dw, db
  * (any may be NULL). */

@@ -64,6 +64,8 @@ void ts_cu_fwd_gather_elements(const ts_kctx *k);
 void ts_cu_bwd_gather_elements(const ts_kctx *k);
 void ts_cu_fwd_layer_norm(const ts_kctx *k);
 void ts_cu_bwd_layer_norm(const ts_kctx *k);
+void ts_cu_fwd_rms_norm(const ts_kctx *k);
+void ts_cu_bwd_rms_norm(const ts_kctx *k);
 void ts_cu_fwd_group_norm(const ts_kctx *k);
 void ts_cu_bwd_group_norm(const ts_kctx *k);
 void ts_cu_fwd_bmm(const ts_kctx *k);

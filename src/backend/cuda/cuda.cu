@@ -695,6 +695,7 @@ static void fill_kernel_table(void) {
     kernels[TS_OP_AND] = row(ts_cu_fwd_broadcast_binary, nullptr);
     kernels[TS_OP_OR] = row(ts_cu_fwd_broadcast_binary, nullptr);
     kernels[TS_OP_XOR] = row(ts_cu_fwd_broadcast_binary, nullptr);
+    kernels[TS_OP_RMS_NORM] = row(ts_cu_fwd_rms_norm, ts_cu_bwd_rms_norm);
     /* the leaves (Input, Param, Const, Buffer) are bound, not computed */
 }
 

@@ -297,6 +297,91 @@ void ts_cu_bwd_layer_norm(const ts_kctx *k) {
     }
 }
 
+/* --------------------------------------------------------------- rms norm */
+
+/* x, y [rows, D]; w [D] or NULL; rstd [rows] = 1 / sqrtf(mean(x^2) + eps)
+ * kept for the backward. One block per row, as layer norm's. */
+static __global__ void rms_norm_forward_kernel(float *y, float *rstd, const float *x, const float *w, int64_t rows, int64_t D, float eps) {
+    __shared__ float sh[32];
+    for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+        const float *xr = x + r * D;
+        float *yr = y + r * D;
+        float s = 0.0f;
+        for (int64_t j = threadIdx.x; j < D; j += blockDim.x) s += xr[j] * xr[j];
+        float rr = 1.0f / sqrtf(block_sum(s, sh) / (float)D + eps);
+        for (int64_t j = threadIdx.x; j < D; j += blockDim.x) yr[j] = w ? xr[j] * rr * w[j] : xr[j] * rr;
+        if (threadIdx.x == 0) rstd[r] = rr;
+    }
+}
+
+/* dx[rows, D] += r (g - x r^2 mean(g x)), g = dy * w (dy without a
+ * weight): one block per row. */
+static __global__ void rms_norm_backward_dx_kernel(float *dx, const float *dy, const float *x, const float *rstd, const float *w, int64_t rows,
+                                                   int64_t D) {
+    __shared__ float sh[32];
+    for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+        const float *xr = x + r * D, *d = dy + r * D;
+        float rr = rstd[r], sgx = 0.0f;
+        for (int64_t j = threadIdx.x; j < D; j += blockDim.x) sgx += (w ? d[j] * w[j] : d[j]) * xr[j];
+        float k = rr * rr * rr * block_sum(sgx, sh) / (float)D;
+        float *o = dx + r * D;
+        for (int64_t j = threadIdx.x; j < D; j += blockDim.x) o[j] += rr * (w ? d[j] * w[j] : d[j]) - xr[j] * k;
+    }
+}
+
+/* dw[D] += sum over rows of dy * x * rstd: layer norm's column blocks,
+ * deterministic, no atomics */
+static __global__ void rms_norm_backward_dw_kernel(float *dw, const float *dy, const float *x, const float *rstd, int64_t rows, int64_t D) {
+    __shared__ float pw[LN_ROWS][LN_COLS];
+    int tx = threadIdx.x, ty = threadIdx.y;
+    for (int64_t j0 = (int64_t)blockIdx.x * LN_COLS; j0 < D; j0 += (int64_t)gridDim.x * LN_COLS) {
+        int64_t j = j0 + tx;
+        float aw = 0.0f;
+        if (j < D)
+            for (int64_t r = ty; r < rows; r += LN_ROWS) aw += dy[r * D + j] * (x[r * D + j] * rstd[r]);
+        pw[ty][tx] = aw;
+        __syncthreads();
+        if (ty == 0 && j < D) {
+            float sw = 0.0f;
+            for (int q = 0; q < LN_ROWS; q++) sw += pw[q][tx];
+            dw[j] += sw;
+        }
+        __syncthreads();
+    }
+}
+
+static void rms_dims(const ts_kctx *k, int64_t *rows, int64_t *D) {
+    *D = k->out_shape.d[k->out_shape.ndim - 1];
+    *rows = *D > 0 ? numel(&k->out_shape) / *D : 0;
+}
+
+void ts_cu_fwd_rms_norm(const ts_kctx *k) {
+    int64_t rows, D;
+    rms_dims(k, &rows, &D);
+    if (rows == 0) return;
+    rms_norm_forward_kernel<<<row_blocks(rows), row_threads(D), 0, ts_cu_stream(k)>>>(k->out, k->scratch, k->in[0],
+                                                                                      k->n_in > 1 ? k->in[1] : nullptr, rows, D,
+                                                                                      k->node->fattr[0]);
+    ts_cu_check(cudaGetLastError(), "RMSNorm");
+}
+
+void ts_cu_bwd_rms_norm(const ts_kctx *k) {
+    int64_t rows, D;
+    rms_dims(k, &rows, &D);
+    if (rows == 0) return;
+    cudaStream_t s = ts_cu_stream(k);
+    const float *w = k->n_in > 1 ? k->in[1] : nullptr;
+    if (k->din[0]) {
+        rms_norm_backward_dx_kernel<<<row_blocks(rows), row_threads(D), 0, s>>>(k->din[0], k->dout, k->in[0], k->scratch, w, rows, D);
+        ts_cu_check(cudaGetLastError(), "RMSNorm");
+    }
+    if (k->n_in > 1 && k->din[1]) {
+        int64_t cols = (D + LN_COLS - 1) / LN_COLS;
+        rms_norm_backward_dw_kernel<<<row_blocks(cols), dim3(LN_COLS, LN_ROWS), 0, s>>>(k->din[1], k->dout, k->in[0], k->scratch, rows, D);
+        ts_cu_check(cudaGetLastError(), "RMSNorm");
+    }
+}
+
 /* ------------------------------------------------------------- group norm */
 
 /* x, y [N, C, S] as N*G groups of L = C/G*S contiguous values (sample n,
