@@ -146,6 +146,25 @@ def imported_training():
                 ["loss", "Gradient___fc1.w", "Gradient___conv.w"], own_ok={"SGD", "Adam", "AdamW"})
 
 
+def saved_against_ort(label, model, loss, grads, xv, lv):
+    """A Python-built training model saved by Model.save_graph: standard
+    ops but the optimizer's; onnxruntime's loss and the gradients `grads`
+    (anchored) for inputs x and labels against one step of the model."""
+    with tempfile.TemporaryDirectory(dir=build) as d:
+        path = os.path.join(d, label + ".onnx")
+        model.save_graph(path)
+        ours_loss = float(np.asarray(model(xv, lv)).reshape(-1)[0])
+        m = check_file(label, path, model.get_tensor_names())
+        own = sorted({n.op_type for n in m.graph.node if n.domain})
+        if own != ["SGD"]:
+            fail(f"{label}: ops of our own domain beside the optimizer's: {own}")
+        part = forward_part(label, m, ["x", "labels"], [loss.name] + grads)
+        got = ort.InferenceSession(part.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": xv, "labels": lv})
+        compare(label, "loss", np.float32(ours_loss), got[0])
+        for n, v in zip(grads, got[1:]):
+            compare(label, n, model.get_anchored_tensor(n).reshape(v.shape), v)
+
+
 def python_graph():
     """A training graph built in Python over ops the built-in models do not
     use, saved by Model.save_graph; its gradients recomputed by onnxruntime."""
@@ -169,19 +188,7 @@ def python_graph():
         model.anchor_tensor(n)
     xv, lv = rng.normal(size=(4, 2, 3, 3)).astype(np.float32), rng.integers(0, 5, size=4).astype(np.int32)
     lv[1] = -100  # ignored: the mean is over the other three
-    with tempfile.TemporaryDirectory(dir=build) as d:
-        path = os.path.join(d, "python.onnx")
-        model.save_graph(path)
-        ours_loss = float(np.asarray(model(xv, lv)).reshape(-1)[0])
-        m = check_file("python", path, model.get_tensor_names())
-        own = sorted({n.op_type for n in m.graph.node if n.domain})
-        if own != ["SGD"]:
-            fail(f"python: ops of our own domain beside the optimizer's: {own}")
-        part = forward_part("python", m, ["x", "labels"], [loss.name] + grads)
-        got = ort.InferenceSession(part.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": xv, "labels": lv})
-        compare("python", "loss", np.float32(ours_loss), got[0])
-        for n, v in zip(grads, got[1:]):
-            compare("python", n, model.get_anchored_tensor(n).reshape(v.shape), v)
+    saved_against_ort("python", model, loss, grads, xv, lv)
 
 
 def python_rms_norm():
@@ -204,20 +211,8 @@ def python_rms_norm():
     for n in grads:
         model.anchor_tensor(n)
     xv, lv = rng.normal(size=(4, 3, 8)).astype(np.float32), rng.integers(0, 5, size=12).astype(np.int32)
-    with tempfile.TemporaryDirectory(dir=build) as d:
-        path = os.path.join(d, "rms_norm.onnx")
-        model.save_graph(path)
-        ours_loss = float(np.asarray(model(xv, lv)).reshape(-1)[0])
-        m = check_file("rms_norm", path, model.get_tensor_names())
-        own = sorted({n.op_type for n in m.graph.node if n.domain})
-        if own != ["SGD"]:
-            fail(f"rms_norm: ops of our own domain beside the optimizer's: {own}")
-        part = forward_part("rms_norm", m, ["x", "labels"], [loss.name] + grads)
-        got = ort.InferenceSession(part.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": xv, "labels": lv})
-        compare("rms_norm", "loss", np.float32(ours_loss), got[0])
-        for n, v in zip(grads, got[1:]):
-            compare("rms_norm", n, model.get_anchored_tensor(n).reshape(v.shape), v)
-        print("ok   rms_norm: standard ops, onnxruntime's loss and gradients are tensorscope's")
+    saved_against_ort("rms_norm", model, loss, grads, xv, lv)
+    print("ok   rms_norm: standard ops, onnxruntime's loss and gradients are tensorscope's")
 
 
 def imported():
