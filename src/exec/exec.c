@@ -505,13 +505,13 @@ static bool bwd_step_apart(const ts_run *run, int a, const ts_entry *w) {
  * (dy u) silu'(x), dy u as the Mul's kernel would have left s's gradient,
  * the same bits; s's gradient is neither zeroed, written nor read, and
  * the Silu's own step later runs its observers alone. The pass reads each
- * element before it writes it: u's gradient may lie over dy, u or s, and
- * x's, where the Silu stores it (first_store), over dy, u, s or x (the
- * plan may give it s's memory, dead after the Mul's backward). Else what
- * the Silu's step writes (its zeroed entries, x's gradient) lies apart from
- * all the Mul's step reads and writes, and from all that a backward step
- * between the two touches (the plan may give that memory to another
- * gradient until the Silu's step). Refused where s's gradient is observed
+ * block of elements before it writes it, so u's gradient may lie over dy,
+ * u or s (the Mul's backward in place). What the Silu's step writes (its
+ * zeroed entries, x's gradient) is written early: it must lie apart from
+ * all the Mul's step reads and writes (s's gradient aside) and from all
+ * that a backward step between the two touches; the memory plan starts
+ * x's gradient at the Mul's backward for this (compile.c's
+ * plan_gate_gradients). Refused where s's gradient is observed
  * or checked, or the Silu's backward does not run. Returns the Silu, or -1. */
 static int gate_bwd_fusable(const ts_run *run, int k, int64_t mb, int *j_out) {
     const ts_prog *p = run->prog;
