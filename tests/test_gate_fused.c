@@ -1,22 +1,31 @@
 /* test_gate_fused.c -- a SiLU-gated product, silu(gate) * up, done in the
- * Silu's output pass (docs/backend.md, "A SiLU-gated product in one
- * pass") gives the bits the separate Mul gives.
+ * Silu's output pass, and its backward in one pass at the Mul's place
+ * (docs/backend.md, "A SiLU-gated product in one pass"), gives the bits
+ * the separate Mul and Silu give.
  *
- * The kernel: ts_silu_mul_forward with the Silu's value kept and without,
+ * The kernels: ts_silu_mul_forward with the Silu's value kept and without,
  * and over its inputs (in place), against ts_ew_unary_forward and the
- * product of the same floats, on 2 threads, a length past the vectors.
+ * product of the same floats; ts_silu_mul_backward against the Mul's
+ * backward then the Silu's, s either operand, each gradient stored or
+ * added to, u's in place over dy; on 2 threads, a length past the vectors.
  *
- * The model: two Llama-style gated MLPs, down(silu(gate(x)) * up(x)) (up
+ * The model: three Llama-style gated MLPs, down(silu(gate(x)) * up(x)) (up
  * computed between the Silu and its Mul, as the exported Llama orders
- * them: the Silu's kernel waits for the Mul's place) and down(up(x) *
- * silu(gate(x))) (the Mul's operands the other way round), against the
- * same graph with a Scale by 1 between each Silu and its Mul (exact, and
- * not fused). Inference and SGD steps, with nothing anchored but the
- * logits, the loss and weight gradients, and with the first Silu and both
- * products anchored (that Silu then runs apart, the second still fused;
- * the first runs apart in inference too, its input's memory given to up(x)):
- * the same logits, losses, weight gradients and anchored values, to the
- * bit; FusedOps.SiluMul counts the fused pairs, none in the twin. */
+ * them: the Silu's kernel waits for the Mul's place), down(up(x) *
+ * silu(gate(x))) (the Mul's operands the other way round), and the first
+ * again with x and each projection seen through Reshapes as the ONNX
+ * import makes them (up's product's backward, between the Mul's and the
+ * Silu's, writes its input's gradient where the plan had the Mul's output
+ * gradient dy, dead after the Mul's backward: a backward reading dy at the
+ * Silu's step ran apart there), against the same graph with a Scale by 1 between each
+ * Silu and its Mul (exact, and not fused). Inference and SGD steps, with
+ * nothing anchored but the logits, the loss and weight gradients, and with
+ * the first Silu and the first two products anchored (that Silu then runs
+ * apart forward, the others still fused; the first runs apart in
+ * inference too, its input's memory given to up(x)): the same logits,
+ * losses, weight gradients and anchored values, to the bit;
+ * FusedOps.SiluMul and FusedOps.SiluMulBackward count the fused pairs,
+ * none in the twin. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +33,7 @@
 
 #include "check.h"
 #include "seeded.h"
+#include "backend/cpu/kernels.h"
 #include "backend/cpu/kernels_tensor.h"
 #include "backend/ew_math.h"
 #include "backend/pool.h"
@@ -56,6 +66,38 @@ done:
     free(x), free(u), free(s0), free(y0), free(s1), free(y1);
 }
 
+/* The backward in one pass against the Mul's kernel then the Silu's: s
+ * the Mul's operand j, each gradient stored or added to (s's to zeros), u's
+ * apart and in place over dy, to the bit. */
+static void kernel_bwd_case(ts_pool *p, int64_t n) {
+    size_t bytes = (size_t)n * sizeof(float);
+    float *x = malloc(bytes), *u = malloc(bytes), *s = malloc(bytes), *dy = malloc(bytes), *ds = malloc(bytes), *dx0 = malloc(bytes),
+          *du0 = malloc(bytes), *dx1 = malloc(bytes), *du1 = malloc(bytes);
+    if (!x || !u || !s || !dy || !ds || !dx0 || !du0 || !dx1 || !du1) {
+        CHECK(0, "out of memory");
+        goto done;
+    }
+    seeded_fill(x, n, 73), seeded_fill(u, n, 74), seeded_fill(dy, n, 75);
+    for (int64_t i = 0; i < n; i++) x[i] *= 12.0f;
+    ts_ew_unary_forward(p, TS_EWU_SILU, s, x, 0.0f, 0.0f, n);
+    for (int mode = 0; mode < 16; mode++) {
+        int j = mode & 1;
+        bool store_s = mode >> 1 & 1, store_u = mode >> 2 & 1, store_x = mode >> 3 & 1, over = store_u && j == 1; /* du = dy b: in place */
+        seeded_fill(dx0, n, 76), seeded_fill(du0, n, 77);
+        memset(ds, 0, bytes);
+        memcpy(dx1, dx0, bytes), memcpy(du1, over ? dy : du0, bytes);
+        unsigned st = (store_s ? 1u << j : 0u) | (store_u ? 1u << (1 - j) : 0u);
+        ts_binary_backward_store(p, TS_BIN_MUL, j ? du0 : ds, j ? ds : du0, dy, j ? u : s, j ? s : u, n, n, st);
+        ts_ew_unary_backward(p, TS_EWU_SILU, dx0, ds, x, 0.0f, 0.0f, n, store_x);
+        ts_silu_mul_backward(p, dx1, du1, over ? du1 : dy, u, s, x, n, j == 1 || !store_s, store_x, store_u, j == 0);
+        CHECK(memcmp(dx0, dx1, bytes) == 0 && memcmp(du0, du1, bytes) == 0,
+              "%lld values, s the Mul's input %d, s's gradient %s, u's %s%s, x's %s: the Mul's and the Silu's bits", (long long)n, j,
+              store_s ? "stored" : "added", store_u ? "stored" : "added", over ? " over dy" : "", store_x ? "stored" : "added");
+    }
+done:
+    free(x), free(u), free(s), free(dy), free(ds), free(dx0), free(du0), free(dx1), free(du1);
+}
+
 /* ---- the model */
 enum { B = 24, D = 40, H = 36, K = 6, STEPS = 3 };
 
@@ -79,28 +121,40 @@ static ts_tensor *proj(ts_graph *g, ts_tensor *x, int64_t in, int64_t out, const
     return ts_matmul_t(g, x, ts_param(g, name, 2, (int64_t[]){out, in}));
 }
 
+/* A projection of x, where views as the ONNX import makes one of a [2,
+ * B/2, D] input: Reshape to [B, D], the product, Reshape to [2, B/2, out] */
+static ts_tensor *proj_in(ts_graph *g, ts_tensor *x, int64_t out, const char *name, bool views) {
+    if (!views) return proj(g, x, D, out, name);
+    ts_tensor *y = proj(g, ts_reshape(g, x, 2, (int64_t[]){B, D}), D, out, name);
+    return ts_reshape(g, y, 3, (int64_t[]){2, B / 2, out});
+}
+
 /* down(silu(gate(x)) * up(x)), or with up first and the product's
- * operands swapped; a Scale by 1 before the Mul where apart */
-static ts_tensor *mlp(ts_graph *g, ts_tensor *x, const char *pre, bool up_first, bool apart) {
+ * operands swapped; a Scale by 1 before the Mul where apart; where views,
+ * x seen [2, B/2, D] and each projection through Reshapes, as in the
+ * imported Llama */
+static ts_tensor *mlp(ts_graph *g, ts_tensor *x, const char *pre, bool up_first, bool apart, bool views) {
     char gn[32], un[32], dn[32], sn[32], pn[32];
     snprintf(gn, sizeof gn, "%s.gate", pre), snprintf(un, sizeof un, "%s.up", pre), snprintf(dn, sizeof dn, "%s.down", pre);
     snprintf(sn, sizeof sn, "%s.silu", pre), snprintf(pn, sizeof pn, "%s.gated", pre);
-    ts_tensor *u = up_first ? proj(g, x, D, H, un) : NULL;
-    ts_tensor *s = ts_silu(g, proj(g, x, D, H, gn));
+    if (views) x = ts_reshape(g, x, 3, (int64_t[]){2, B / 2, D});
+    ts_tensor *u = up_first ? proj_in(g, x, H, un, views) : NULL;
+    ts_tensor *s = ts_silu(g, proj_in(g, x, H, gn, views));
     ts_tensor_set_name(s, sn);
-    if (!up_first) u = proj(g, x, D, H, un);
+    if (!up_first) u = proj_in(g, x, H, un, views);
     if (apart) s = ts_scale(g, s, 1.0f);
     ts_tensor *h = up_first ? ts_mul(g, u, s) : ts_mul(g, s, u);
     ts_tensor_set_name(h, pn);
-    return proj(g, h, H, D, dn);
+    return proj(g, views ? ts_reshape(g, h, 2, (int64_t[]){B, H}) : h, H, D, dn);
 }
 
 static ts_graph *model_graph(bool apart, ts_tensor **loss, ts_tensor **out) {
     ts_graph *g = ts_graph_new(5);
     ts_tensor *x = ts_input(g, "x", TS_F32, 2, (int64_t[]){B, D});
     ts_tensor *y = ts_input(g, "labels", TS_I32, 1, (int64_t[]){B});
-    ts_tensor *h = ts_add(g, x, mlp(g, x, "m1", false, apart));
-    h = ts_add(g, h, mlp(g, h, "m2", true, apart));
+    ts_tensor *h = ts_add(g, x, mlp(g, x, "m1", false, apart, false));
+    h = ts_add(g, h, mlp(g, h, "m2", true, apart, false));
+    h = ts_add(g, h, mlp(g, h, "m3", false, apart, true));
     h = proj(g, h, D, K, "head");
     ts_tensor_set_name(h, "logits");
     *out = h;
@@ -164,9 +218,9 @@ static void gated_models(void) {
                  * runs apart; so it does in inference, where the plan gives
                  * its input's memory to up(x), computed before the Mul (the
                  * fusion fails the logits without that refusal) */
-                CHECK(took == (training && !observed ? 2 : 1) && ts_counter_get("FusedOps.SiluMul") == 0,
-                      "%s, run %d: FusedOps.SiluMul counts %lld of the 2 gated products, none in the twin", how, s + 1, (long long)took);
-                CHECK(back == (training ? 2 : 0) && ts_counter_get("FusedOps.SiluMulBackward") == 0,
+                CHECK(took == (training ? (observed ? 2 : 3) : 1) && ts_counter_get("FusedOps.SiluMul") == 0,
+                      "%s, run %d: FusedOps.SiluMul counts %lld of the 3 gated products, none in the twin", how, s + 1, (long long)took);
+                CHECK(back == (training ? 3 : 0) && ts_counter_get("FusedOps.SiluMulBackward") == 0,
                       "%s, run %d: FusedOps.SiluMulBackward counts %lld backward pairs, none in the twin", how, s + 1, (long long)back);
                 CHECK(same_anchor(m[0], m[1], "logits", B * K), "%s, run %d: the logits, to the bit", how, s + 1);
                 if (training)
@@ -189,6 +243,8 @@ int main(void) {
     if (!p) return check_summary("test_gate_fused");
     kernel_case(p, 37);
     kernel_case(p, 70001);
+    kernel_bwd_case(p, 37);
+    kernel_bwd_case(p, 70001);
     ts_pool_free(p);
     gated_models();
     return check_summary("test_gate_fused");

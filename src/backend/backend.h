@@ -114,14 +114,18 @@ typedef struct ts_kctx {
      * both: none (the executor skips the Mul's kernel). */
     const float *gate;
     float *gate_out;
-    /* Silu backward whose row fuses_gate: the backward of the Mul of its
-     * value s by `gate` (u) done with its own (exec.c's gate_bwd_fusable):
-     * din[0] (+)= (dy u) f'(x), dy the Mul's output gradient (gate_dout),
-     * dy u the value the Mul's backward gives s's gradient (0 + dy u where
-     * gate_plus: a gradient it adds to, zeroed). The Mul's backward left s's
-     * gradient unwritten. NULL: none. */
+    /* Silu backward whose row fuses_gate, run at the place of the Mul of
+     * its value s (out) by `gate` (u): both backwards in one pass (exec.c's
+     * gate_bwd_fusable), din[0] (+)= (dy u) f'(x) and gate_din (+)= dy s,
+     * dy the Mul's output gradient (gate_dout). dy u is the value the
+     * Mul's backward gives s's gradient (0 + dy u where gate_plus: a
+     * gradient it adds to, zeroed); gate_din is u's gradient as the Mul's
+     * kernel writes it (stored where gate_din_store, 0 + dy s where
+     * gate_din_plus; NULL: not wanted), in place over dy, u or s or apart.
+     * s's gradient is neither written nor read. NULL gate_dout: none. */
     const float *gate_dout;
-    bool gate_plus;
+    float *gate_din;
+    bool gate_plus, gate_din_store, gate_din_plus;
 } ts_kctx;
 
 typedef void (*ts_kernel_fn)(const ts_kctx *k);

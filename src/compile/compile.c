@@ -785,6 +785,29 @@ static void plan_passes(mem_plan *mp) {
     }
 }
 
+/* A SiLU-gated product's backward, the Silu's done at its Mul's place in
+ * one pass with the Mul's (exec.c's gate_bwd_fusable), writes the Silu's
+ * input's gradient in the Mul's backward step: that gradient lives from
+ * there, so that the plan gives it nothing a backward step between the two
+ * still uses. */
+static void plan_gate_gradients(mem_plan *mp) {
+    const ts_prog *p = mp->p;
+    const ts_graph *g = mp->g;
+    const ts_kernel_row *rows = mp->m->dev.backend->kernels;
+    for (int k = 0; k < mp->L && mp->m->training; k++) {
+        const ts_tensor *c = g->t[p->order[k]];
+        if (c->op != TS_OP_MUL || c->n_in != 2 || !p->needs_grad[c->id]) continue;
+        for (int j = 0; j < 2; j++) {
+            const ts_tensor *s = g->t[c->in[j]];
+            if (s->op != TS_OP_SILU || !rows[s->op].fuses_gate || !ts_shape_equal(&p->shape[s->id], &p->shape[c->id]) ||
+                !ts_shape_equal(&p->shape[c->in[1 - j]], &p->shape[c->id]))
+                continue;
+            int64_t v = mp->giv_of[s->in[0]], at = (int64_t)(2 * mp->L - 1) - mp->fwd[c->id];
+            if (v >= 0 && mp->iv[v].start > at) mp->iv[v].start = at;
+        }
+    }
+}
+
 /* The two arenas laid out and allocated; each activation's entry (and a
  * view's, and a shared gradient's) pointed into its own. */
 static ts_status plan_arenas(mem_plan *mp) {
@@ -1004,6 +1027,7 @@ static ts_status plan_memory(const ts_model_def *m, ts_prog *p) {
         plan_view_gradients(&mp);
         plan_intervals(&mp);
         plan_passes(&mp);
+        plan_gate_gradients(&mp);
         if (!(st = plan_arenas(&mp))) {
             plan_fixed_storage(&mp);
             if (!(st = plan_zeroing(&mp)) && !(st = plan_scratch(&mp)) && !(st = plan_cells(p, mp.g))) st = plan_staging(&mp);

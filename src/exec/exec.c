@@ -473,87 +473,105 @@ static int first_store(const ts_run *run, const ts_tensor *t, int ge) {
     return found;
 }
 
-/* Whether the gradients a backward step writes (the entries it zeroes
- * first, its inputs', its own) lie apart from dy's and u's n floats. */
-static bool bwd_writes_apart(const ts_run *run, int a, int64_t mb, const float *dy, const float *u, int64_t n) {
-    const ts_prog *p = run->prog;
-    for (int z = 0; z < p->n_zero_before[a]; z++) {
-        const ts_entry *e = &p->entries[p->zero_before[a][z]];
-        if (overlaps(e->data, e->numel, dy, n) || overlaps(e->data, e->numel, u, n)) return false;
-    }
-    ts_kctx c = make_ctx(run, a, mb);
-    int64_t m = ts_shape_numel(&c.out_shape);
-    for (int j = 0; j < c.n_in; j++) {
-        int64_t mj = ts_shape_numel(&c.in_shape[j]);
-        if (c.din[j] && (overlaps(c.din[j], mj, dy, n) || overlaps(c.din[j], mj, u, n))) return false;
-    }
-    return !(c.dout && (overlaps(c.dout, m, dy, n) || overlaps(c.dout, m, u, n)));
+static bool entries_overlap(const ts_entry *a, const ts_entry *b) {
+    const char *x = (const char *)a->data, *y = (const char *)b->data;
+    size_t nx = (size_t)a->numel * ts_dtype_cell_bytes(a->dtype), ny = (size_t)b->numel * ts_dtype_cell_bytes(b->dtype);
+    return x && y && x < y + ny && y < x + nx;
 }
 
-/* Likewise the Silu's own step (node s), but for its input's gradient in
- * dy's place exactly where the step stores it (first_store: not zeroed
- * first; the kernel reads dy[i] before it writes there). */
-static bool silu_step_apart(const ts_run *run, int s, int64_t mb, const float *dy, const float *u, int64_t n) {
+/* Whether backward step a touches nothing of entry w: the entries it
+ * zeroes first, its inputs' values and gradients, its own value and
+ * gradient. */
+static bool bwd_step_apart(const ts_run *run, int a, const ts_entry *w) {
     const ts_prog *p = run->prog;
-    const ts_tensor *t = run->g->t[s];
-    int ge = p->grad_entry[t->in[0]];
-    bool stored = false;
-    for (int z = 0; z < p->n_zero_before[s]; z++) stored |= p->zero_before[s][z] == ge && first_store(run, t, ge) >= 0;
-    for (int z = 0; z < p->n_zero_before[s]; z++) {
-        const ts_entry *e = &p->entries[p->zero_before[s][z]];
-        if (!(stored && p->zero_before[s][z] == ge && e->data == dy) && (overlaps(e->data, e->numel, dy, n) || overlaps(e->data, e->numel, u, n)))
-            return false;
-    }
-    ts_kctx c = make_ctx(run, s, mb);
-    return !c.din[0] || (!overlaps(c.din[0], n, u, n) && ((stored && c.din[0] == dy) || !overlaps(c.din[0], n, dy, n)));
+    const ts_tensor *t = run->g->t[a];
+    int ids[2 * TS_MAX_INPUTS + 2], n = 0;
+    for (int j = 0; j < t->n_in; j++) ids[n++] = p->value_entry[t->in[j]], ids[n++] = p->grad_entry[t->in[j]];
+    ids[n++] = p->value_entry[a], ids[n++] = p->grad_entry[a];
+    for (int q = 0; q < n; q++)
+        if (ids[q] >= 0 && entries_overlap(&p->entries[ids[q]], w)) return false;
+    for (int z = 0; z < p->n_zero_before[a]; z++)
+        if (entries_overlap(&p->entries[p->zero_before[a][z]], w)) return false;
+    return true;
 }
 
 /* The backward of a SiLU-gated product, silu(x) * u, as gate_fusable does
- * its forward: node order[k] a Mul (kc its arguments, din_store set) of a
- * Silu's value s (read by the Mul alone) and another value u of its shape,
- * float32 all. s's gradient dy u is not written: the Mul's backward gives
- * u's alone (kc's din for s set NULL), and the Silu's backward, later in
- * the step, computes x's from dy and u (ts_kctx.gate_dout, gate, gate_plus:
- * dy u as the Mul's kernel would have left it, 0 + dy u where it adds to
- * a zeroed gradient), the same bits. Refused where s's gradient is
- * observed or checked, the Silu's backward does not run, or a backward
- * step between the two (the Silu's own zeroing included) writes over dy
- * or u, whose memory the plan may give away once the Mul's backward has
- * read them (x's gradient may be stored in dy's place: silu_step_apart).
- * Returns the Silu (*u, *plus set), or -1. */
-static int gate_bwd_fusable(const ts_run *run, int k, int64_t mb, ts_kctx *kc, const float **u, bool *plus) {
+ * its forward: node order[k] a Mul of a Silu's value s (its input *j; read
+ * by the Mul alone, so s's gradient is the Mul's part alone) and another
+ * value u of its shape, float32 all. The Silu's backward runs at the
+ * Mul's place, both in one pass: the Silu's zeroing first (zero_first),
+ * then its kernel with the Mul's arguments (ts_kctx.gate_dout, gate,
+ * gate_din, ...): u's gradient dy s as the Mul's kernel writes it, x's
+ * (dy u) silu'(x), dy u as the Mul's kernel would have left s's gradient,
+ * the same bits; s's gradient is neither zeroed, written nor read, and
+ * the Silu's own step later runs its observers alone. The pass reads each
+ * block of elements before it writes it, so u's gradient may lie over dy,
+ * u or s (the Mul's backward in place). What the Silu's step writes (its
+ * zeroed entries, x's gradient) is written early: it must lie apart from
+ * all the Mul's step reads and writes (s's gradient aside) and from all
+ * that a backward step between the two touches; the memory plan starts
+ * x's gradient at the Mul's backward for this (compile.c's
+ * plan_gate_gradients). Refused where s's gradient is observed
+ * or checked, or the Silu's backward does not run. Returns the Silu, or -1. */
+static int gate_bwd_fusable(const ts_run *run, int k, int64_t mb, int *j_out) {
     const ts_prog *p = run->prog;
     const ts_graph *g = run->g;
     int m = p->order[k];
     const ts_tensor *t = g->t[m];
     if (t->op != TS_OP_MUL || t->n_in != 2 || t->in[0] == t->in[1] || ts_dtype_is_half(t->grid) || run->opts.check != TS_CHECK_OFF ||
-        !kc->dout || kc->out_dtype != TS_F32 || !ts_shape_equal(&kc->in_shape[0], &kc->out_shape) ||
-        !ts_shape_equal(&kc->in_shape[1], &kc->out_shape) || kc->in_dtype[0] != TS_F32 || kc->in_dtype[1] != TS_F32)
+        p->grad_shared[m])
         return -1;
-    int64_t n = ts_shape_numel(&kc->out_shape);
+    ts_kctx kc = make_ctx(run, m, mb);
+    if (!kc.dout || kc.out_dtype != TS_F32 || !ts_shape_equal(&kc.in_shape[0], &kc.out_shape) || !ts_shape_equal(&kc.in_shape[1], &kc.out_shape) ||
+        kc.in_dtype[0] != TS_F32 || kc.in_dtype[1] != TS_F32 || !kc.in[0] || !kc.in[1])
+        return -1;
     for (int j = 0; j < 2; j++) {
-        int s = t->in[j];
+        int s = t->in[j], u = t->in[1 - j], x = g->t[s]->in[0];
         const ts_tensor *st = g->t[s];
-        const float *uv = kc->in[1 - j];
         if (st->op != TS_OP_SILU || !run->dev.backend->kernels[st->op].fuses_gate || p->readers[s] != 1 || !p->needs_grad[s] ||
             p->grad_entry[s] < 0 || p->entries[p->grad_entry[s]].observed || p->grad_shared[s] || !ts_in_stage(run, s) ||
-            (p->skip && p->skip[s]) || ts_dtype_is_half(st->grid) || !uv || !kc->din[j] ||
-            (kc->din[1 - j] && (overlaps(kc->din[1 - j], n, kc->dout, n) || overlaps(kc->din[1 - j], n, uv, n)))) /* u's gradient over dy */
+            (p->skip && p->skip[s]) || ts_dtype_is_half(st->grid) || x == u || p->entries[p->value_entry[x]].dtype != TS_F32)
             continue;
-        int q = k - 1;
-        for (; q >= 0 && p->order[q] != s; q--) {
-            int a = p->order[q];
-            if (p->needs_grad[a] && ts_in_stage(run, a) && !(p->skip && p->skip[a]) &&
-                (ts_dtype_is_half(g->t[a]->grid) || !bwd_writes_apart(run, a, mb, kc->dout, uv, n)))
-                break;
+        /* what the pass reads, and what it writes besides the Silu's part */
+        int du = p->grad_entry[u], touched[5] = {p->grad_entry[m], p->value_entry[u], p->value_entry[s], p->value_entry[x], du};
+        int w[TS_MAX_INPUTS + 1], nw = 0; /* what the Silu's step writes: its zeroed entries, x's gradient */
+        for (int z = 0; z < p->n_zero_before[s]; z++) w[nw++] = p->zero_before[s][z];
+        if (p->grad_entry[x] >= 0) w[nw++] = p->grad_entry[x];
+        bool apart = true;
+        for (int z = 0; z < nw && apart; z++) {
+            const ts_entry *e = &p->entries[w[z]];
+            for (int r = 0; r < 5 && apart; r++) apart = !(touched[r] >= 0 && entries_overlap(&p->entries[touched[r]], e));
+            for (int y = 0; y < p->n_zero_before[m] && apart; y++)
+                apart = p->zero_before[m][y] == p->grad_entry[s] || !entries_overlap(&p->entries[p->zero_before[m][y]], e);
         }
-        if (q < 0 || p->order[q] != s || !silu_step_apart(run, s, mb, kc->dout, uv, n)) continue;
-        *u = uv;
-        *plus = j == 1 || !(kc->din_store & 1u); /* db: stored as 0 + dout a (kernels.c); da: dout b, or added to its zeros */
-        kc->din[j] = NULL;
+        int q = k - 1;
+        for (; q >= 0 && p->order[q] != s && apart; q--) {
+            int a = p->order[q];
+            if (p->needs_grad[a] && ts_in_stage(run, a) && !(p->skip && p->skip[a]))
+                for (int z = 0; z < nw && apart; z++) apart = bwd_step_apart(run, a, &p->entries[w[z]]);
+        }
+        if (!apart || q < 0) continue;
+        *j_out = j;
         return s;
     }
     return -1;
+}
+
+/* Backward step i's zeroing: the gradients its backward is the first to
+ * add to (and its own where none adds to it) start at 0, except an
+ * input's that the backward stores instead (first_store: the bits
+ * returned), and entry keep (-1: none), which nothing reads. */
+static unsigned zero_first(ts_run *run, int i, int keep) {
+    ts_prog *p = run->prog;
+    unsigned store = 0;
+    for (int z = 0; z < p->n_zero_before[i]; z++) {
+        ts_entry *e = &p->entries[p->zero_before[i][z]];
+        ts_observe_guard(run, e);
+        int j = first_store(run, run->g->t[i], p->zero_before[i][z]);
+        if (j >= 0) store |= 1u << j;
+        else if (p->zero_before[i][z] != keep) run->dev.backend->zero(run->dev.stream, e->data, e->numel);
+    }
+    return store;
 }
 
 static ts_status backward(ts_run *run, int64_t mb) {
@@ -574,9 +592,7 @@ static ts_status backward(ts_run *run, int64_t mb) {
     }
     p->param_grads_zero = false;
     bool replicas = ts_replicas(run) > 1;
-    int gate = -1; /* the Silu whose backward does its Mul's part for it (gate_bwd_fusable) */
-    const float *gate_dy = NULL, *gate_u = NULL;
-    bool gate_plus = false;
+    int gate = -1; /* the Silu whose backward ran at its Mul's place (gate_bwd_fusable) */
     int64_t n_gate = 0;
     for (int k = p->n_order - 1; k >= 0; k--) {
         int i = p->order[k];
@@ -586,17 +602,11 @@ static ts_status backward(ts_run *run, int64_t mb) {
             ts_observe_guard(run, &p->entries[p->grad_entry[i]]);
             run->dev.backend->fill(run->dev.stream, p->entries[p->grad_entry[i]].data, run->scaling ? (float)run->loss_scale : 1.0f, 1);
         }
-        /* the gradients this backward is the first to add to (and its own
-         * where none adds to it) start at 0, except an input's that the
-         * backward stores instead (first_store) */
-        unsigned store = 0;
-        for (int z = 0; z < p->n_zero_before[i]; z++) {
-            ts_entry *e = &p->entries[p->zero_before[i][z]];
-            ts_observe_guard(run, e);
-            int j = first_store(run, t, p->zero_before[i][z]);
-            if (j >= 0) store |= 1u << j;
-            else run->dev.backend->zero(run->dev.stream, e->data, e->numel);
-        }
+        bool gated = i == gate; /* done at its Mul's place: its observers alone run here */
+        int gs = -1, gj = 0;
+        if (gated) gate = -1;
+        else if (t->op == TS_OP_MUL && gate < 0) gs = gate_bwd_fusable(run, k, mb, &gj);
+        unsigned store = gated ? 0 : zero_first(run, i, gs >= 0 ? p->grad_entry[gs] : -1);
         if (ts_dtype_is_half(t->grid)) { /* a 16-bit tensor's gradient is one too, once every consumer added its part */
             ts_entry *ge = &p->entries[p->grad_entry[i]];
             ts_observe_guard(run, ge);
@@ -616,14 +626,20 @@ static ts_status backward(ts_run *run, int64_t mb) {
         ts_kctx kc = make_ctx(run, i, mb);
         if (shared) kc.din[0] = NULL;
         kc.din_store = store;
-        int gs;
-        if (i == gate) kc.gate = gate_u, kc.gate_dout = gate_dy, kc.gate_plus = gate_plus, gate = -1;
-        else if (t->op == TS_OP_MUL && gate < 0 && (gs = gate_bwd_fusable(run, k, mb, &kc, &gate_u, &gate_plus)) >= 0)
-            gate = gs, gate_dy = kc.dout, n_gate++;
+        ts_kctx sc; /* the Silu's, where its backward and the Mul's run here in one pass */
+        if (gs >= 0) {
+            sc = make_ctx(run, gs, mb);
+            sc.din_store = zero_first(run, gs, -1);
+            sc.gate = kc.in[1 - gj], sc.gate_dout = kc.dout, sc.gate_din = kc.din[1 - gj];
+            sc.gate_plus = gj == 1 || !(store & 1u); /* s's gradient: 0 + dout b (kernels.c), or dout b added to its zeros */
+            sc.gate_din_store = store >> (1 - gj) & 1u, sc.gate_din_plus = gj == 0;
+            gate = gs, n_gate++;
+        }
         ts_op_call call = {i, true, mb, &kc, 0, 0, ts_trace_live()};
         ts_status st = ts_op_chain_run(run->chain.before, run->chain.n_before, run, &call);
         if (st) return st;
-        run->dev.backend->kernels[t->op].backward(&kc);
+        if (gs >= 0) run->dev.backend->kernels[g->t[gs]->op].backward(&sc);
+        else if (!gated) run->dev.backend->kernels[t->op].backward(&kc);
         st = ts_op_chain_run(run->chain.after, run->chain.n_after, run, &call);
         if (!st && replicas) st = run->coll->allreduce_progress();
         if (st) return st;

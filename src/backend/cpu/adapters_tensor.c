@@ -36,8 +36,9 @@ void ts_fwd_ew_unary(const ts_kctx *k) {
     ts_ew_unary_forward(k->pool, ts_ewu_kind(k->node), k->out, k->in[0], k->node->fattr[0], k->node->fattr[1], numel_out(k));
 }
 void ts_bwd_ew_unary(const ts_kctx *k) {
-    if (k->gate_dout) { /* a Silu whose Mul's backward the executor handed it */
-        if (k->din[0]) ts_silu_mul_backward(k->pool, k->din[0], k->gate_dout, k->gate, k->in[0], numel_out(k), k->gate_plus, k->din_store & 1u);
+    if (k->gate_dout) { /* a Silu at the place of its Mul's backward, both in one pass */
+        ts_silu_mul_backward(k->pool, k->din[0], k->gate_din, k->gate_dout, k->gate, k->out, k->in[0], numel_out(k), k->gate_plus,
+                             k->din_store & 1u, k->gate_din_store, k->gate_din_plus);
         return;
     }
     if (k->din[0])

@@ -307,18 +307,20 @@ void ts_silu_mul_forward(ts_pool *p, float *s, float *y, const float *x, const f
 }
 
 typedef struct gate_bwd_ctx {
-    float *dx;
-    const float *dy, *u, *x;
-    bool plus, store;
+    float *dx, *du;
+    const float *dy, *u, *s, *x;
+    bool plus, store, du_store, du_plus;
 } gate_bwd_ctx;
 
 static void silu_mul_bwd_slice(void *vctx, int64_t begin, int64_t end) {
     const gate_bwd_ctx *c = vctx;
-    ts_vk_get()->silu_mul_backward(c->dx + begin, c->dy + begin, c->u + begin, c->x + begin, end - begin, c->plus, c->store);
+    ts_vk_get()->silu_mul_backward(c->dx ? c->dx + begin : NULL, c->du ? c->du + begin : NULL, c->dy + begin, c->u + begin,
+                                   c->s ? c->s + begin : NULL, c->x + begin, end - begin, c->plus, c->store, c->du_store, c->du_plus);
 }
 
-void ts_silu_mul_backward(ts_pool *p, float *dx, const float *dy, const float *u, const float *x, int64_t n, bool plus, bool store) {
-    gate_bwd_ctx c = {.dx = dx, .dy = dy, .u = u, .x = x, .plus = plus, .store = store};
+void ts_silu_mul_backward(ts_pool *p, float *dx, float *du, const float *dy, const float *u, const float *s, const float *x, int64_t n,
+                          bool plus, bool store, bool du_store, bool du_plus) {
+    gate_bwd_ctx c = {.dx = dx, .du = du, .dy = dy, .u = u, .s = s, .x = x, .plus = plus, .store = store, .du_store = du_store, .du_plus = du_plus};
     ts_pool_for(p, n, GRAIN, silu_mul_bwd_slice, &c);
 }
 

@@ -30,9 +30,10 @@ void ts_ew_unary_forward(ts_pool *p, int kind, float *out, const float *x, float
 /* y = silu(x) * u, and s = silu(x) where s is not NULL: a Silu and the
  * Mul of its output in one pass, their bits (exec.c's gate_fusable) */
 void ts_silu_mul_forward(ts_pool *p, float *s, float *y, const float *x, const float *u, int64_t n);
-/* its backward to x: dx (+)= (dy u) silu'(x), dy u as the Mul's backward
- * gives s's gradient (0 + dy u where plus); stored when store */
-void ts_silu_mul_backward(ts_pool *p, float *dx, const float *dy, const float *u, const float *x, int64_t n, bool plus, bool store);
+/* its backward in one pass, the Mul's and the Silu's (vk.h's
+ * silu_mul_backward: dx from dy u, du from dy s) */
+void ts_silu_mul_backward(ts_pool *p, float *dx, float *du, const float *dy, const float *u, const float *s, const float *x, int64_t n,
+                          bool plus, bool store, bool du_store, bool du_plus);
 /* v: x, or the forward's output for the kinds ts_ewu_reads_output names */
 void ts_ew_unary_backward(ts_pool *p, int kind, float *dx, const float *dout, const float *v, float alpha, float beta, int64_t n,
                           bool store);

@@ -22,9 +22,13 @@ typedef struct ts_vk {
     /* y = silu(x) * u, and s = silu(x) where s is not NULL (a SiLU-gated
      * product: the Silu's and the Mul's bits) */
     void (*silu_mul)(float *s, float *y, const float *x, const float *u, int64_t n);
-    /* its backward to x: dx (+)= (dy u) silu'(x) (stored when store, else
-     * added), dy u as the Mul's backward gives it (0 + dy u where plus) */
-    void (*silu_mul_backward)(float *dx, const float *dy, const float *u, const float *x, int64_t n, bool plus, bool store);
+    /* its backward, the Mul's and the Silu's: dx (+)= (dy u) silu'(x)
+     * (stored when store, else added), dy u as the Mul's backward gives
+     * it (0 + dy u where plus); du (+)= dy s, s = silu(x) kept (stored
+     * when du_store: 0 + dy s where du_plus); dx or du NULL: not wanted;
+     * du may be dy, u or s */
+    void (*silu_mul_backward)(float *dx, float *du, const float *dy, const float *u, const float *s, const float *x, int64_t n, bool plus,
+                              bool store, bool du_store, bool du_plus);
 } ts_vk;
 
 /* the table of ts_cpu_level() */

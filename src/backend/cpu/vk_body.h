@@ -86,18 +86,31 @@ static void silu_mul(float *s, float *y, const float *x, const float *u, int64_t
         for (int64_t i = 0; i < n; i++) y[i] = ts_ewu_forward(TS_EWU_SILU, x[i], 0.0f, 0.0f) * u[i];
 }
 
-static void silu_mul_backward(float *dx, const float *dy, const float *u, const float *x, int64_t n, bool plus, bool store) { /* dx may be dy */
-#define SILU_MUL_BWD(DS) \
-    if (store) \
-        for (int64_t i = 0; i < n; i++) dx[i] = (DS) * ts_ewu_derivative(TS_EWU_SILU, x[i], 0.0f, 0.0f); \
-    else \
-        for (int64_t i = 0; i < n; i++) dx[i] += (DS) * ts_ewu_derivative(TS_EWU_SILU, x[i], 0.0f, 0.0f);
-    if (plus) {
-        SILU_MUL_BWD(0.0f + dy[i] * u[i])
-    } else {
-        SILU_MUL_BWD(dy[i] * u[i])
+/* The backward of silu(x) * u in one pass (the Mul's and the Silu's, the
+ * Silu's value s kept): per element ds = zs + dy u (zs -0 or +0: dy u as
+ * the Mul's kernel leaves s's gradient, 0 + dy u where it adds to zeros),
+ * dx = ds silu'(x) (store) or dx += that, du = zu + dy s (du_store) or
+ * du += dy s; dx or du NULL: not wanted. A block's inputs are all read
+ * before its outputs are written, so du may be dy, u or s (in place). */
+static void silu_mul_backward(float *dx, float *du, const float *dy, const float *u, const float *s, const float *x, int64_t n, bool plus,
+                              bool store, bool du_store, bool du_plus) {
+    enum { B = 256 };
+    float zs = plus ? 0.0f : -0.0f, zu = du_plus ? 0.0f : -0.0f, g[B], h[B];
+    for (int64_t i = 0; i < n; i += B) {
+        int64_t m = n - i < B ? n - i : B;
+        if (dx)
+            for (int64_t k = 0; k < m; k++) g[k] = (zs + dy[i + k] * u[i + k]) * ts_ewu_derivative(TS_EWU_SILU, x[i + k], 0.0f, 0.0f);
+        if (du)
+            for (int64_t k = 0; k < m; k++) h[k] = dy[i + k] * s[i + k];
+        if (du && du_store)
+            for (int64_t k = 0; k < m; k++) du[i + k] = zu + h[k];
+        else if (du)
+            for (int64_t k = 0; k < m; k++) du[i + k] += h[k];
+        if (dx && store)
+            for (int64_t k = 0; k < m; k++) dx[i + k] = g[k];
+        else if (dx)
+            for (int64_t k = 0; k < m; k++) dx[i + k] += g[k];
     }
-#undef SILU_MUL_BWD
 }
 
 extern const ts_vk TS_VK_TABLE;
