@@ -191,12 +191,6 @@ static ts_status cnn_run(ts_model *m) {
     return ts_model_run(m, names, in, 2);
 }
 
-static bool same_anchor(ts_model *a, ts_model *b, const char *name, int64_t n) {
-    ts_array x, y;
-    if (ts_model_anchored(a, name, &x) || ts_model_anchored(b, name, &y)) return false;
-    return memcmp(x.data, y.data, (size_t)n * sizeof(float)) == 0;
-}
-
 static void conv_relu_models(void) {
     seeded_fill(cxs, CB * CC * CHW * CHW, 31);
     for (int i = 0; i < CB; i++) cys[i] = i % CK;

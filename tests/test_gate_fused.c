@@ -104,19 +104,6 @@ enum { B = 24, D = 40, H = 36, K = 6, STEPS = 3 };
 static float xs[B * D];
 static int32_t ys[B];
 
-static void set_values(ts_graph *g) {
-    for (size_t i = 0; i < ts_graph_tensor_count(g); i++) {
-        ts_tensor *t = ts_graph_tensor_at(g, i);
-        if (strcmp(ts_tensor_op(t), "Param") != 0) continue;
-        ts_array a;
-        CHECK_OK(ts_tensor_info(t, &a), "'%s' read", ts_tensor_name(t));
-        float *v = a.data;
-        int64_t n = ts_array_numel(&a);
-        seeded_fill(v, n, name_seed(ts_tensor_name(t)));
-        for (int64_t k = 0; k < n; k++) v[k] *= 0.5f;
-    }
-}
-
 static ts_tensor *proj(ts_graph *g, ts_tensor *x, int64_t in, int64_t out, const char *name) {
     return ts_matmul_t(g, x, ts_param(g, name, 2, (int64_t[]){out, in}));
 }
@@ -160,7 +147,7 @@ static ts_graph *model_graph(bool apart, ts_tensor **loss, ts_tensor **out) {
     *out = h;
     *loss = ts_nll_loss(g, ts_log_softmax(g, h, 1), y);
     ts_tensor_set_name(*loss, "loss");
-    set_values(g);
+    seeded_params(g, 0.5f);
     return g;
 }
 
@@ -168,12 +155,6 @@ static ts_status run(ts_model *m) {
     const char *names[2] = {"x", "labels"};
     ts_array in[2] = {ts_array_f32(xs, 2, (int64_t[]){B, D}), ts_array_i32(ys, 1, (int64_t[]){B})};
     return ts_model_run(m, names, in, 2);
-}
-
-static bool same_anchor(ts_model *a, ts_model *b, const char *name, int64_t n) {
-    ts_array x, y;
-    if (ts_model_anchored(a, name, &x) || ts_model_anchored(b, name, &y)) return false;
-    return memcmp(x.data, y.data, (size_t)n * sizeof(float)) == 0;
 }
 
 static ts_model *compiled(ts_graph *g, ts_tensor *loss, ts_tensor *out, bool training, bool observed) {

@@ -1,10 +1,17 @@
-/* seeded.h -- the fused-path tests' values: a buffer filled from a seed
- * (an LCG, values in [-1, 1)) and a seed from a tensor's name (FNV-1a),
- * so that a graph and its twin get the same values by name. Header-only. */
+/* seeded.h -- the fused-path tests' values and their comparison: a
+ * buffer filled from a seed (an LCG, values in [-1, 1)) and a seed from a
+ * tensor's name (FNV-1a), so that a graph and its twin get the same values
+ * by name; an anchored value of two models compared to the bit.
+ * Header-only. */
 #ifndef TS_TEST_SEEDED_H
 #define TS_TEST_SEEDED_H
 
+#include <math.h>
 #include <stdint.h>
+#include <string.h>
+
+#include "check.h"
+#include "tensorscope.h"
 
 static inline void seeded_fill(float *x, int64_t n, unsigned seed) {
     for (int64_t i = 0; i < n; i++) {
@@ -17,6 +24,30 @@ static inline unsigned name_seed(const char *s) {
     unsigned h = 2166136261u;
     for (; *s; s++) h = (h ^ (unsigned char)*s) * 16777619u;
     return h;
+}
+
+/* Every parameter and buffer of g filled from its name, times `scale`
+ * (a running variance: 0.5 + |v|, positive), before any model is made. */
+static inline void seeded_params(ts_graph *g, float scale) {
+    for (size_t i = 0; i < ts_graph_tensor_count(g); i++) {
+        ts_tensor *t = ts_graph_tensor_at(g, i);
+        const char *op = ts_tensor_op(t), *name = ts_tensor_name(t);
+        if (strcmp(op, "Param") != 0 && strcmp(op, "Buffer") != 0) continue;
+        ts_array a;
+        CHECK_OK(ts_tensor_info(t, &a), "'%s' read", name);
+        float *v = a.data;
+        int64_t n = ts_array_numel(&a);
+        seeded_fill(v, n, name_seed(name));
+        for (int64_t k = 0; k < n; k++) v[k] = strstr(name, "running_var") ? 0.5f + fabsf(v[k]) : scale * v[k];
+    }
+}
+
+/* Whether the value anchored as `name` (n floats) is the same, to the bit,
+ * in models a and b. */
+static inline bool same_anchor(ts_model *a, ts_model *b, const char *name, int64_t n) {
+    ts_array x, y;
+    if (ts_model_anchored(a, name, &x) || ts_model_anchored(b, name, &y)) return false;
+    return memcmp(x.data, y.data, (size_t)n * sizeof(float)) == 0;
 }
 
 #endif
