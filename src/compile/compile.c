@@ -118,6 +118,7 @@ void ts_prog_free(ts_prog *p) {
     ts_free(p->fusions);
     ts_free(p->skip);
     ts_free(p->readers);
+    ts_free(p->pass);
     ts_free(p->reaches);
     ts_free(p->value_entry);
     ts_free(p->grad_entry);
@@ -766,12 +767,13 @@ static void plan_intervals(mem_plan *mp) {
  * that input last: then the output takes the input's cell (same_as), as
  * an unfused plan could have given it, and the arena does not grow. */
 static void plan_passes(mem_plan *mp) {
-    const ts_prog *p = mp->p;
+    ts_prog *p = mp->p;
     const ts_kernel_row *rows = mp->m->dev.backend->kernels;
     ts_interval *iv = mp->iv;
     for (int k = 0; k < mp->L; k++) {
-        int took[2];
+        int *took = p->pass + 3 * k + 1;
         ts_pass_kind kind = ts_pass_takes(p, mp->g, rows, k, took);
+        p->pass[3 * k] = (int)kind;
         if (kind == TS_PASS_NONE) continue;
         int64_t v = mp->iv_of[took[0]], x = mp->root[mp->g->t[p->order[k]]->in[0]], h = x >= 0 ? mp->iv_of[x] : -1;
         if (v >= 0 && h >= 0 && iv[h].end == k && iv[h].bytes == iv[v].bytes && ts_pass_over_input(p, mp->g, rows, k, kind, took[0])) {
@@ -1019,7 +1021,8 @@ static ts_status plan_memory(const ts_model_def *m, ts_prog *p) {
     mp.fwd = ts_malloc(8 * nn * sizeof *mp.fwd);
     mp.iv = ts_calloc((size_t)p->n_entries + 1, sizeof *mp.iv);
     mp.iv_entry = ts_calloc((size_t)p->n_entries + 1, sizeof *mp.iv_entry);
-    ts_status st = mp.fwd && mp.iv && mp.iv_entry ? TS_OK : TS_ERR_OUT_OF_MEMORY;
+    p->pass = ts_malloc((3 * (size_t)p->n_order + 1) * sizeof *p->pass);
+    ts_status st = mp.fwd && mp.iv && mp.iv_entry && p->pass ? TS_OK : TS_ERR_OUT_OF_MEMORY;
     if (!st) {
         mp.last_fwd = mp.fwd + nn, mp.last_grad = mp.fwd + 2 * nn, mp.first_read = mp.fwd + 3 * nn;
         mp.root = mp.fwd + 4 * nn, mp.iv_of = mp.fwd + 5 * nn, mp.grad_users = mp.fwd + 6 * nn, mp.giv_of = mp.fwd + 7 * nn;

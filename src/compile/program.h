@@ -223,6 +223,7 @@ typedef struct ts_prog {
     struct ts_fusion *fusions;
     int n_fusions;
     bool *skip;          /* per node: the current micro-batch's forward and backward skip it (a fused twin's op) */
+    int *pass;           /* per order position k: ts_pass_takes' kind, took[0], took[1] (plan_memory; the executor reads it each forward) */
     int *readers;        /* per node: the input slots of the order's nodes that read its output (exec.c: a fused Linear's product read by its Add alone is not kept) */
     int **zero_before;   /* per node: grads to zero before its backward */
     int *n_zero_before;
@@ -404,7 +405,8 @@ size_t ts_memplan(ts_interval *iv, int n);
  * value of its shape, then a Relu of that), a Relu (fuses_relu), an op of
  * ew_math.h's unary family (fuses_unary); each of the producer alone,
  * float32 and not rounded to 16 bits. By the graph and the backend's rows
- * alone: the executor asks it, then whether the op runs there (its stage,
+ * alone: compile records it for each order position (ts_prog.pass), and
+ * the executor reads that, then asks whether the op runs there (its stage,
  * not skipped) and whether the buffers let the pass write where it must;
  * the memory plan asks it so that they do (a taken op's output lives from
  * its producer's step). took[0] the op (the Add, for a residual), took[1]

@@ -419,8 +419,8 @@ static ts_status forward(ts_run *run, int64_t mb) {
         }
         if (ts_op_holds_value(t->op)) continue; /* observed once per step */
         ts_kctx kc = make_ctx(run, i, mb), ac;
-        int took[2];
-        ts_pass_kind pk = ts_pass_takes(p, g, run->dev.backend->kernels, k, took);
+        const int *took = p->pass + 3 * k + 1; /* ts_pass_takes', planned at compile */
+        ts_pass_kind pk = (ts_pass_kind)p->pass[3 * k];
         if (pk != TS_PASS_NONE && (!runs_here(run, took[0]) || (took[1] >= 0 && !runs_here(run, took[1])))) pk = TS_PASS_NONE;
         if (pk == TS_PASS_BIAS && bias_fusable(run, k, took[0], mb, &kc, &ac)) {
             kc.bias = ac.in[1], kc.bias_out = ac.out;
