@@ -133,9 +133,11 @@ static ts_status train(const ts_backend *be, float *loss, float *w, int64_t *fwd
             const ts_tensor *t = g->t[m->run.prog->order[k]];
             *fwd_nodes += ts_op_get(t->op)->arity != 0;
             *bwd_nodes += m->run.prog->needs_grad[t->id] && ts_op_get(t->op)->has_backward;
-            /* a Linear's bias Add, done in its product's kernel (exec.c's bias_fusable) */
-            const ts_tensor *next = k + 1 < m->run.prog->n_order ? g->t[m->run.prog->order[k + 1]] : NULL;
-            *fused += be->kernels[t->op].fuses_bias && next && next->op == TS_OP_ADD && next->in[0] == t->id;
+            /* the ops done in a producer's kernel, as compile planned them
+             * (a Linear's bias Add, and fc1's Relu after it: exec.c's
+             * bias_fusable and bias_act_fusable) */
+            const int *pass = m->run.prog->pass + 3 * k;
+            *fused += pass[0] != TS_PASS_NONE ? (pass[1] >= 0) + (pass[2] >= 0) : 0;
         }
         float xv[D * A * B * IN];
         int32_t yv[D * A * B];
@@ -168,8 +170,9 @@ int main(void) {
     CHECK_OK(train(&counting, &loss_counted, w_counted, &fwd_nodes, &bwd_nodes, &fused), "train on a backend wrapping the CPU's");
     CHECK(loss_cpu == loss_counted && memcmp(w_cpu, w_counted, sizeof w_cpu) == 0,
           "the same loss (%g) and weights through either table", (double)loss_counted);
-    CHECK(fwd_nodes > 0 && fused == 2 && n_fwd == (fwd_nodes - fused) * D * A,
-          "every forward kernel went through the table: %lld calls, %lld nodes (%lld bias Adds in their products' kernels) x %d micro-batches",
+    CHECK(fwd_nodes > 0 && fused == 3 && n_fwd == (fwd_nodes - fused) * D * A,
+          "every forward kernel went through the table: %lld calls, %lld nodes (%lld ops, 2 bias Adds and a Relu, in their products' kernels) x "
+          "%d micro-batches",
           (long long)n_fwd, (long long)fwd_nodes, (long long)fused, D * A);
     CHECK(bwd_nodes > 0 && n_bwd == bwd_nodes * D * A, "every backward kernel went through the table: %lld calls, %lld nodes x %d micro-batches",
           (long long)n_bwd, (long long)bwd_nodes, D * A);

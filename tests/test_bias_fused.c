@@ -1,7 +1,9 @@
 /* test_bias_fused.c -- a Linear's bias Add done in its product's output
  * pass (docs/backend.md, "Bias in the product's output pass") gives the
- * bits the separate Add gives; likewise a Conv's Relu done in the
- * convolution's output pass (conv_relu_case, conv_relu_models below).
+ * bits the separate Add gives, and so does the Relu or GELU after it done
+ * in the same pass (kernel_act_case, act_models); likewise a Conv's Relu
+ * done in the convolution's output pass (conv_relu_case, conv_relu_models
+ * below).
  *
  * The kernel: ts_gemm_pool_bias against ts_gemm_pool and a plain float
  * add, on each of its paths (one thread, split by rows, split by columns,
@@ -23,6 +25,8 @@
 #include "seeded.h"
 #include "backend/cpu/cnn.h"
 #include "backend/cpu/gemm.h"
+#include "backend/cpu/kernels_tensor.h"
+#include "backend/ew_math.h"
 #include "backend/pool.h"
 
 static void kernel_case(ts_pool *p, bool tb, int64_t M, int64_t N, int64_t K, const char *what) {
@@ -34,13 +38,41 @@ static void kernel_case(ts_pool *p, bool tb, int64_t M, int64_t N, int64_t K, co
     for (int64_t i = 0; i < M; i++)
         for (int64_t j = 0; j < N; j++) out0[i * N + j] = C0[i * N + j] + bias[j];
     for (int64_t i = 0; i < M * N; i++) C1[i] = out1[i] = NAN;
-    ts_gemm_pool_bias(p, false, tb, M, N, K, A, B, C1, bias, out1);
+    ts_gemm_pool_bias(p, false, tb, M, N, K, A, B, C1, bias, out1, NULL);
     size_t bytes = (size_t)(M * N) * sizeof *C0;
     CHECK(memcmp(C0, C1, bytes) == 0 && memcmp(out0, out1, bytes) == 0, "%s: the product kept, the sum the Add's bits", what);
     for (int64_t i = 0; i < M * N; i++) C1[i] = NAN;
-    ts_gemm_pool_bias(p, false, tb, M, N, K, A, B, C1, bias, C1);
+    ts_gemm_pool_bias(p, false, tb, M, N, K, A, B, C1, bias, C1, NULL);
     CHECK(memcmp(out0, C1, bytes) == 0, "%s, the sum over the product: the Add's bits", what);
     free(A), free(B), free(bias), free(C0), free(C1), free(out0), free(out1);
+}
+
+/* ---- a Linear's activation in the same pass, after the bias: the
+ * kernel with the activation's output apart (the sum kept) and over the
+ * sum, against the product, a plain float add and the activation's own
+ * loop over the whole (the unfused op's), to the bit */
+static void kernel_act_case(ts_pool *p, bool tb, int64_t M, int64_t N, int64_t K, int kind, const char *what) {
+    size_t bytes = (size_t)(M * N) * sizeof(float);
+    float *A = malloc((size_t)(M * K) * sizeof *A), *B = malloc((size_t)(N * K) * sizeof *B), *bias = malloc((size_t)N * sizeof *bias);
+    float *C0 = malloc(bytes), *s0 = malloc(bytes), *r0 = malloc(bytes), *C1 = malloc(bytes), *s1 = malloc(bytes), *r1 = malloc(bytes);
+    seeded_fill(A, M * K, 4), seeded_fill(B, N * K, 5), seeded_fill(bias, N, 6);
+    ts_out_act act = {.out = r0, .kind = kind};
+    ts_gemm_pool(p, false, tb, M, N, K, A, B, 0.0f, C0);
+    int neg = 0;
+    for (int64_t i = 0; i < M; i++)
+        for (int64_t j = 0; j < N; j++) s0[i * N + j] = C0[i * N + j] + bias[j], neg += s0[i * N + j] < 0.0f;
+    ts_out_act_apply(&act, r0, s0, M * N);
+    CHECK(neg > 0 && neg < M * N && memcmp(s0, r0, bytes) != 0, "%s: sums of both signs, the activation moves them", what);
+    for (int64_t i = 0; i < M * N; i++) C1[i] = s1[i] = r1[i] = NAN;
+    act.out = r1;
+    ts_gemm_pool_bias(p, false, tb, M, N, K, A, B, C1, bias, s1, &act);
+    CHECK(memcmp(C0, C1, bytes) == 0 && memcmp(s0, s1, bytes) == 0 && memcmp(r0, r1, bytes) == 0,
+          "%s, the activation apart: the product and the sum kept, the activation's bits", what);
+    for (int64_t i = 0; i < M * N; i++) C1[i] = NAN;
+    act.out = C1;
+    ts_gemm_pool_bias(p, false, tb, M, N, K, A, B, C1, bias, C1, &act);
+    CHECK(memcmp(r0, C1, bytes) == 0, "%s, the sum over the product and the activation over the sum: the activation's bits", what);
+    free(A), free(B), free(bias), free(C0), free(s0), free(r0), free(C1), free(s1), free(r1);
 }
 
 /* ---- a Conv's Relu in its output pass (docs/backend.md, "Relu in the
@@ -372,6 +404,117 @@ done:
     for (int k = 0; k < 3; k++) ts_model_free(inf[k]), ts_model_free(tr[k]), ts_graph_free(g[k]);
 }
 
+/* ---- the model: Linear layers each followed by an activation (GELU,
+ * its tanh approximation, Relu: each done in its product's pass) against
+ * the same graph with a Scale by 1 between each bias Add and its
+ * activation (not fused). Inference, unobserved (the activations written
+ * over the sums) and with the first layer's sum and activation anchored:
+ * the same logits, to the bit, the anchored activation the op's of the
+ * anchored sum; training: the same losses and weight gradients, to the
+ * bit, over SGD steps; the counters say what fused. */
+enum { AB = 64, AI = 24, AH = 48, AO = 5 };
+static float axs[AB * AI];
+static int32_t ays[AB];
+
+static ts_graph *act_mlp(bool apart, ts_tensor **loss, ts_tensor **out) {
+    ts_graph *g = ts_graph_new(7);
+    ts_tensor *x = ts_input(g, "x", TS_F32, 2, (int64_t[]){AB, AI});
+    ts_tensor *y = ts_input(g, "labels", TS_I32, 1, (int64_t[]){AB});
+    ts_tensor *h = ts_linear(g, x, AH, "fc1");
+    ts_tensor_set_name(h, "s1");
+    h = ts_gelu(g, apart ? ts_scale(g, h, 1.0f) : h, 0);
+    ts_tensor_set_name(h, "a1");
+    h = ts_linear(g, h, AH, "fc2");
+    h = ts_gelu(g, apart ? ts_scale(g, h, 1.0f) : h, 1);
+    h = ts_linear(g, h, AH, "fc3");
+    h = ts_relu(g, apart ? ts_scale(g, h, 1.0f) : h);
+    h = ts_linear(g, h, AO, "fc4");
+    ts_tensor_set_name(h, "logits");
+    *out = h;
+    *loss = ts_nll_loss(g, ts_log_softmax(g, h, 1), y);
+    ts_tensor_set_name(*loss, "loss");
+    seeded_params(g, 0.3f);
+    return g;
+}
+
+static ts_status act_run(ts_model *m) {
+    const char *names[2] = {"x", "labels"};
+    ts_array in[2] = {ts_array_f32(axs, 2, (int64_t[]){AB, AI}), ts_array_i32(ays, 1, (int64_t[]){AB})};
+    return ts_model_run(m, names, in, 2);
+}
+
+static void act_models(void) {
+    seeded_fill(axs, AB * AI, 61);
+    for (int i = 0; i < AB; i++) ays[i] = i % AO;
+    ts_tensor *loss[3], *out[3];
+    ts_graph *g[3] = {act_mlp(false, &loss[0], &out[0]), act_mlp(false, &loss[1], &out[1]), act_mlp(true, &loss[2], &out[2])};
+    ts_model *inf[3] = {NULL, NULL, NULL}, *tr[3] = {NULL, NULL, NULL};
+    static const char *const what[3] = {"fused", "fused, anchored", "Scale between"};
+    for (int k = 0; k < 3; k++) {
+        ts_options *o = ts_options_new();
+        ts_options_set_threads(o, 2);
+        if (k == 1) {
+            ts_options_anchor(o, "s1", "s1", TS_OUTPUT_FINAL, 0);
+            ts_options_anchor(o, "a1", "a1", TS_OUTPUT_FINAL, 0);
+        }
+        ts_status st = ts_model_inference(&inf[k], g[k], &out[k], 1, o);
+        if (!st) st = ts_model_compile(inf[k]);
+        ts_metrics_reset();
+        if (!st) st = act_run(inf[k]);
+        CHECK_OK(st, "Linear + activation, an inference model run (%s)", what[k]);
+        int64_t act = ts_counter_get("FusedOps.Activation"), relu = ts_counter_get("FusedOps.Relu"), bias = ts_counter_get("FusedOps.BiasAdd");
+        CHECK(k < 2 ? act == 2 && relu == 1 : act == 0 && relu == 0,
+              "Linear + activation, inference (%s): FusedOps.Activation %lld, FusedOps.Relu %lld in a product's pass", what[k],
+              (long long)act, (long long)relu);
+        CHECK(bias == 4, "Linear + activation, inference (%s): FusedOps.BiasAdd counts %lld of the 4 bias Adds", what[k], (long long)bias);
+        ts_options_free(o);
+        o = ts_options_new();
+        ts_options_set_threads(o, 2);
+        ts_options_anchor(o, "loss", "loss", TS_OUTPUT_ALL, 0);
+        ts_options_anchor(o, "dw1", "Gradient___fc1.weight", TS_OUTPUT_FINAL, 0);
+        ts_options_anchor(o, "dw3", "Gradient___fc3.weight", TS_OUTPUT_FINAL, 0);
+        if (k > 0) ts_options_anchor(o, "a1", "a1", TS_OUTPUT_FINAL, 0);
+        st = ts_model_training(&tr[k], g[k], loss[k], o, ts_sgd(0.1f, 0.0f, 0.0f));
+        if (!st) st = ts_model_compile(tr[k]);
+        CHECK_OK(st, "Linear + activation, a training model (%s)", what[k]);
+        ts_options_free(o);
+    }
+    for (int k = 0; k < 3; k++)
+        if (!inf[k] || !tr[k]) goto done;
+    CHECK(same_anchor(inf[0], inf[2], "logits", AB * AO) && same_anchor(inf[1], inf[2], "logits", AB * AO),
+          "Linear + activation, inference: the logits, the same bits (over the sums and anchored)");
+    ts_array s1, a1;
+    if (!ts_model_anchored(inf[1], "s1", &s1) && !ts_model_anchored(inf[1], "a1", &a1)) {
+        float *want = malloc((size_t)(AB * AH) * sizeof *want);
+        ts_out_act gelu = {.out = want, .kind = TS_EWU_GELU};
+        ts_out_act_apply(&gelu, want, s1.data, AB * AH);
+        int neg = 0;
+        for (int64_t i = 0; i < AB * AH; i++) neg += ((const float *)s1.data)[i] < 0.0f;
+        CHECK(neg > 0 && memcmp(want, a1.data, (size_t)(AB * AH) * sizeof *want) == 0,
+              "the anchored sum keeps its own values (%d negative), the GELU's are GELU of them, to the bit", neg);
+        free(want);
+    } else
+        CHECK(0, "s1 and a1 anchored");
+    for (int s = 0; s < CSTEPS; s++) {
+        for (int k = 0; k < 3; k++) {
+            ts_metrics_reset();
+            CHECK_OK(act_run(tr[k]), "Linear + activation, training step %d (%s)", s + 1, what[k]);
+            int64_t act = ts_counter_get("FusedOps.Activation");
+            CHECK(k < 2 ? act == 2 : act == 0, "Linear + activation, training step %d (%s): FusedOps.Activation %lld", s + 1, what[k],
+                  (long long)act);
+        }
+        for (int k = 0; k < 2; k++) {
+            CHECK(same_anchor(tr[k], tr[2], "loss", 1), "Linear + activation, training step %d (%s): the same loss, to the bit", s + 1,
+                  what[k]);
+            CHECK(same_anchor(tr[k], tr[2], "dw1", AH * AI) && same_anchor(tr[k], tr[2], "dw3", AH * AH),
+                  "Linear + activation, training step %d (%s): the weight gradients, to the bit", s + 1, what[k]);
+        }
+        CHECK(same_anchor(tr[1], tr[2], "a1", AB * AH), "Linear + activation, training step %d: the anchored GELU, to the bit", s + 1);
+    }
+done:
+    for (int k = 0; k < 3; k++) ts_model_free(inf[k]), ts_model_free(tr[k]), ts_graph_free(g[k]);
+}
+
 enum { BATCH = 96, IN = 40, HID = 72, OUT = 6, STEPS = 3 };
 
 static float xs[BATCH * IN];
@@ -452,6 +595,12 @@ int main(void) {
     kernel_case(p, true, 512, 384, 256, "the bias first, K = 256, B transposed");
     kernel_case(p, false, 512, 128, 512, "the bias after, K = 512");
     kernel_case(p, true, 2000, 40, 200, "the bias first, a narrow product split by rows");
+    kernel_act_case(p, true, 5, 7, 3, TS_EWU_GELU, "GELU, a small product, one thread");
+    kernel_act_case(p, false, 300, 64, 40, TS_EWU_GELU, "GELU, split by rows");
+    kernel_act_case(p, true, 40, 2000, 20, TS_EWU_GELU_TANH, "tanh GELU, split by columns, B transposed");
+    kernel_act_case(p, false, 512, 512, 128, TS_EWU_GELU, "GELU, a GPT's MLP, the bias first");
+    kernel_act_case(p, false, 300, 128, 512, TS_EWU_NONE, "Relu, the bias after");
+    kernel_act_case(p, false, 40, 2000, 300, TS_EWU_NONE, "Relu, split by columns, the bias after");
     conv_relu_case(p, 1, 32, 28, 32, 1, true, 4, "Winograd F(4x4), one sample, by tile rows");
     conv_relu_case(p, 1, 64, 56, 64, 1, true, 4, "Winograd F(4x4), 56x56 (blocks of 8 tiles in vectors)");
     conv_relu_case(p, 1, 32, 30, 32, 1, true, 4, "Winograd F(4x4), 30x30 (a vector block's last 30 outputs)");
@@ -479,6 +628,7 @@ int main(void) {
     ts_pool_free(p);
     conv_relu_models();
     conv_add_relu_models();
+    act_models();
 
     seeded_fill(xs, BATCH * IN, 11);
     for (int i = 0; i < BATCH; i++) ys[i] = (int32_t)((unsigned)(i * 7 + 3) % OUT);

@@ -16,7 +16,7 @@ run plan "$BIN" memory --model mlp --top 0
 check "memory --model mlp: exit 0" test $rc -eq 0 || show plan.err
 check "... one row per point of the step: 19 forward ops, 19 backward, the update" \
     sh -c "test \$(grep -cE '^ +[0-9]+  [0-9.]+ [kMG]?B ' plan.out) -eq 39"
-check "... each point names its op and source line" has plan.out "^ +5  .* forward fc1/MatMul:0 \(MatMul at [^ ]+:[0-9]+\);"
+check "... each point names its op and source line" has plan.out "^ +5  .* forward fc1/MatMul:0 \(MatMul at [^ ]+:[0-9]+\)( <- peak)?;"
 check "... the peak is named with its op" has plan.out "^peak: [0-9.]+ [kMG]?B \([0-9]+ bytes\) live at point [0-9]+, (forward|backward of) "
 
 # the independent reader: every tensor of one step at the same batch

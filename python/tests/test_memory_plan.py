@@ -25,8 +25,9 @@ def test_memory_plan_is_the_models_buffers_over_the_step(tmp_path):
     for name, value in g.state_dict().items():
         assert by_name[name]["class"] == "parameters" and by_name[name]["bytes"] == np.asarray(value).size * 4
         assert by_name[name]["start"] == 0 and by_name[name]["end"] == len(pts) - 1
-    # Relu:0 lives from its op to its backward, which reads it
-    fwd_at = next(p["point"] for p in pts if p["phase"] == "forward" and p["tensor"] == "Relu:0")
+    # Relu:0 lives from fc1's product, whose pass writes it after the bias
+    # (the Linear's Relu done there), to its backward, which reads it
+    fwd_at = next(p["point"] for p in pts if p["phase"] == "forward" and p["tensor"] == "fc1/MatMul:0")
     bwd_at = next(p["point"] for p in pts if p["phase"] == "backward" and p["tensor"] == "Relu:0")
     assert relu["start"] == fwd_at and relu["end"] >= bwd_at
     # the timeline is the live buffers' sum; the peak its largest point, its list largest first

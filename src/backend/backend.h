@@ -88,15 +88,17 @@ typedef struct ts_kctx {
     void *stream;          /* the model's stream the kernel runs on (ts_device.stream; the CPU's: pool) */
     /* Conv or BatchNorm forward whose row fuses_relu: the Relu that
      * follows it, done in the kernel's output pass: relu_out = max(0, out),
-     * as the Relu computes it (relu_out may be out). NULL: none (the
-     * executor sets it, and skips the Relu's kernel). */
+     * as the Relu computes it (relu_out may be out); a MatMul whose row
+     * fuses_bias_act, with bias: relu_out = max(0, bias_out). NULL: none
+     * (the executor sets it, and skips the Relu's kernel). */
     float *relu_out;
     /* LayerNorm forward whose row fuses_unary: the op of ew_math.h's unary
      * family that follows it (act: a Gelu, an Erf, ...; its ts_ewu_kind and
      * fattr[0..1] say the formula), done in the kernel's output pass:
      * act_out = f(out), as that op's kernel computes it (act_out may be
-     * out). NULL both: none (the executor sets them, and skips that op's
-     * kernel). */
+     * out); a MatMul whose row fuses_bias_act, with bias: act_out =
+     * f(bias_out). NULL both: none (the executor sets them, and skips that
+     * op's kernel). */
     const ts_tensor *act;
     float *act_out;
     /* Conv forward whose row fuses_add_relu: the residual Add and the Relu
@@ -156,6 +158,11 @@ typedef struct ts_kernel_row {
     /* the forward honours kctx.bias (MatMul): the executor may hand it the
      * bias Add that follows it (exec.c's bias_fusable) */
     bool fuses_bias;
+    /* with fuses_bias, the forward honours kctx.relu_out, or act and
+     * act_out, after the bias: relu_out = max(0, bias_out) or act_out =
+     * f(bias_out) (MatMul): the executor may hand it the bias Add and the
+     * Relu or unary op after it (exec.c's bias_act_fusable) */
+    bool fuses_bias_act;
     /* the forward honours kctx.relu_out (Conv, BatchNorm): the executor
      * may hand it the Relu that follows it (exec.c's pass_fusable) */
     bool fuses_relu;

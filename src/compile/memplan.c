@@ -201,6 +201,11 @@ ts_pass_kind ts_pass_takes(const ts_prog *p, const ts_graph *g, const ts_kernel_
         int64_t N = o->d[o->ndim - 1];
         if (o->ndim == 2 && same_shape(p, i, a) && ((b->ndim == 1 && b->d[0] == N) || (b->ndim == 2 && b->d[0] == 1 && b->d[1] == N))) {
             took[0] = a;
+            int u = k + 2 < p->n_order ? p->order[k + 2] : -1; /* the Linear's activation, of the sum alone */
+            if (u >= 0 && row->fuses_bias_act && (g->t[u]->op == TS_OP_RELU || ts_ewu_kind(g->t[u]) != TS_EWU_NONE) && follows(g, a, u, 1, 0)) {
+                took[1] = u;
+                return TS_PASS_BIAS_ACT;
+            }
             return TS_PASS_BIAS;
         }
     }

@@ -400,7 +400,9 @@ typedef struct ts_interval {
 size_t ts_memplan(ts_interval *iv, int n);
 /* The ops after order[k] that its output pass may do in their stead
  * (exec.c's forward; docs/backend.md): a Linear's bias Add (a MatMul whose
- * row fuses_bias, then an Add of it and a bias row), a residual Add and its
+ * row fuses_bias, then an Add of it and a bias row), that Add and the Relu
+ * or unary op after it (the row fuses_bias_act: a Linear's activation), a
+ * residual Add and its
  * Relu (a Conv whose row fuses_add_relu, then an Add of it and another
  * value of its shape, then a Relu of that), a Relu (fuses_relu), an op of
  * ew_math.h's unary family (fuses_unary); each of the producer alone,
@@ -409,9 +411,9 @@ size_t ts_memplan(ts_interval *iv, int n);
  * the executor reads that, then asks whether the op runs there (its stage,
  * not skipped) and whether the buffers let the pass write where it must;
  * the memory plan asks it so that they do (a taken op's output lives from
- * its producer's step). took[0] the op (the Add, for a residual), took[1]
- * the residual's Relu. */
-typedef enum ts_pass_kind { TS_PASS_NONE, TS_PASS_BIAS, TS_PASS_ADD_RELU, TS_PASS_RELU, TS_PASS_UNARY } ts_pass_kind;
+ * its producer's step). took[0] the op (the Add, for a residual or a
+ * Linear's activation), took[1] the residual's Relu or the activation. */
+typedef enum ts_pass_kind { TS_PASS_NONE, TS_PASS_BIAS, TS_PASS_ADD_RELU, TS_PASS_RELU, TS_PASS_UNARY, TS_PASS_BIAS_ACT } ts_pass_kind;
 ts_pass_kind ts_pass_takes(const ts_prog *p, const ts_graph *g, const ts_kernel_row *rows, int k, int took[2]);
 /* Whether the op of kind `kind` that order[k]'s pass takes (ts_pass_takes'
  * took[0]), a Relu or a unary op, may write its output exactly over its

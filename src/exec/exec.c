@@ -290,6 +290,31 @@ static bool pass_fusable(const ts_run *run, int k, ts_pass_kind kind, int a, int
     return pass_output_ok(run, ck, out, n, &prev, &p->value_entry[i], 1, over_in0);
 }
 
+/* A Linear's activation done in its product's output pass after the
+ * bias: bias_fusable held for the bias Add (ac its arguments, kc's bias
+ * set and its out where the kernel writes the product), node u a Relu or
+ * an op of ew_math.h's unary family of the sum alone (ts_pass_takes'
+ * TS_PASS_BIAS_ACT), float32. Then *rc holds u's arguments, and the
+ * caller sets kc's relu_out, or act and act_out: the MatMul's kernel
+ * writes u's output in each slice right after its sum (u's own formula
+ * over the same floats, its bits) and u's kernel is skipped, its observers
+ * run as ever. The sum is kept (a GELU's backward reads it). u's output is
+ * over the sum only where the plan put it there and nothing observes the
+ * sum, and u's backward does not read it (follower_lets_go); else it lies
+ * apart from what the product reads, the bias, and the product and the
+ * sum unless it is one of them unobserved (pass_output_ok). */
+static bool bias_act_fusable(const ts_run *run, int k, int u, int64_t mb, const ts_kctx *kc, const ts_kctx *ac, ts_kctx *rc) {
+    const ts_prog *p = run->prog;
+    int a = run->g->t[u]->in[0];
+    *rc = make_ctx(run, u, mb);
+    int64_t n = ts_shape_numel(&ac->out_shape), N = ac->out_shape.d[1];
+    if (ts_shape_numel(&rc->out_shape) != n || rc->out_dtype != TS_F32 || rc->in_dtype[0] != TS_F32 || !rc->out) return false;
+    if (rc->out == ac->out) return !p->entries[p->value_entry[a]].observed && follower_lets_go(run, a, u);
+    const float *prev[2] = {kc->out, ac->out};
+    int ent[2] = {p->value_entry[p->order[k]], p->value_entry[a]};
+    return !overlaps(rc->out, n, ac->in[1], N) && pass_output_ok(run, kc, rc->out, n, prev, ent, 2, false);
+}
+
 /* A residual block's end done in a Conv's output pass, as pass_fusable
  * does a Relu alone: node order[k] a Conv whose row fuses_add_relu (kc its
  * arguments), took[0] the next node, an Add of it and another value of the
@@ -418,14 +443,19 @@ static ts_status forward(ts_run *run, int64_t mb) {
             continue;
         }
         if (ts_op_holds_value(t->op)) continue; /* observed once per step */
-        ts_kctx kc = make_ctx(run, i, mb), ac;
+        ts_kctx kc = make_ctx(run, i, mb), ac, rc;
         const int *took = p->pass + 3 * k + 1; /* ts_pass_takes', planned at compile */
         ts_pass_kind pk = (ts_pass_kind)p->pass[3 * k];
         if (pk != TS_PASS_NONE && (!runs_here(run, took[0]) || (took[1] >= 0 && !runs_here(run, took[1])))) pk = TS_PASS_NONE;
-        if (pk == TS_PASS_BIAS && bias_fusable(run, k, took[0], mb, &kc, &ac)) {
+        if ((pk == TS_PASS_BIAS || pk == TS_PASS_BIAS_ACT) && bias_fusable(run, k, took[0], mb, &kc, &ac)) {
             kc.bias = ac.in[1], kc.bias_out = ac.out;
             if (kc.out != ac.out && product_unread(run, i)) kc.out = ac.out;
             fused = took[0], n_fused[0]++;
+            if (pk == TS_PASS_BIAS_ACT && bias_act_fusable(run, k, took[1], mb, &kc, &ac, &rc)) { /* and the Linear's activation */
+                if (g->t[took[1]]->op == TS_OP_RELU) kc.relu_out = rc.out, n_fused[2]++;
+                else kc.act = rc.node, kc.act_out = rc.out, n_fused[3]++;
+                fused2 = took[1];
+            }
         } else if (pk == TS_PASS_ADD_RELU && add_relu_fusable(run, k, took, mb, &kc)) {
             fused = took[0], fused2 = took[1], n_fused[1]++;
         } else if (pk == TS_PASS_RELU && pass_fusable(run, k, pk, took[0], mb, &kc, &ac)) { /* the kernel writes max(0, x) into relu_out */

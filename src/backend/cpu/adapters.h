@@ -14,6 +14,10 @@ const ts_kctx *ts_cpu_widen(const ts_kctx *k, ts_kctx *room);
  * node's output gradient rounded to 16-bit cells (64-byte aligned; the
  * bf16 products' dC), or NULL where there is none (no widen room) */
 uint16_t *ts_cpu_grad_room(const ts_kctx *k);
+/* The op a kernel does in its output pass (ts_kctx.relu_out, or act and
+ * act_out) into *a, or false: none. */
+struct ts_out_act;
+bool ts_cpu_out_act(const ts_kctx *k, struct ts_out_act *a);
 
 /* tensor and transformer ops (adapters_tensor.c) */
 void ts_fwd_broadcast_binary(const ts_kctx *k);

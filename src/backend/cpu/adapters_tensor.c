@@ -156,9 +156,7 @@ void ts_bwd_gather_elements(const ts_kctx *k) {
     for (int64_t p = 0; k->din[0] && p < n; p++) k->din[0][ts_gather_elements_offset(sd, si, axis, p, k->in_int[1][p])] += k->dout[p];
 }
 
-/* The op a kernel does in its output pass (ts_kctx.relu_out, act_out), or
- * false: none. */
-static bool out_act(const ts_kctx *k, ts_out_act *a) {
+bool ts_cpu_out_act(const ts_kctx *k, ts_out_act *a) {
     if (k->relu_out) *a = (ts_out_act){.out = k->relu_out, .kind = TS_EWU_NONE};
     else if (k->act_out) *a = (ts_out_act){.out = k->act_out, .kind = ts_ewu_kind(k->act), .alpha = k->act->fattr[0], .beta = k->act->fattr[1]};
     else return false;
@@ -169,7 +167,7 @@ void ts_fwd_layer_norm(const ts_kctx *k) {
     int64_t rows, D;
     ln_dims(k, &rows, &D);
     ts_out_act a;
-    ts_layer_norm_forward(k->pool, k->out, k->scratch, k->in[0], k->in[1], k->in[2], rows, D, k->node->fattr[0], out_act(k, &a) ? &a : NULL);
+    ts_layer_norm_forward(k->pool, k->out, k->scratch, k->in[0], k->in[1], k->in[2], rows, D, k->node->fattr[0], ts_cpu_out_act(k, &a) ? &a : NULL);
 }
 void ts_bwd_layer_norm(const ts_kctx *k) {
     int64_t rows, D;
@@ -181,7 +179,7 @@ void ts_fwd_rms_norm(const ts_kctx *k) {
     int64_t D = k->out_shape.d[k->out_shape.ndim - 1], rows = D ? numel_out(k) / D : 0;
     ts_out_act a;
     ts_rms_norm_forward(k->pool, k->out, k->scratch, k->in[0], k->n_in > 1 ? k->in[1] : NULL, rows, D, k->node->fattr[0],
-                        out_act(k, &a) ? &a : NULL);
+                        ts_cpu_out_act(k, &a) ? &a : NULL);
 }
 void ts_bwd_rms_norm(const ts_kctx *k) {
     int64_t D = k->out_shape.d[k->out_shape.ndim - 1], rows = D ? numel_out(k) / D : 0;

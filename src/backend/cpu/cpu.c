@@ -10,6 +10,7 @@
 #include "backend/cpu/bf16_gemm.h"
 #include "backend/cpu/gemm.h"
 #include "backend/cpu/kernels.h"
+#include "backend/cpu/kernels_tensor.h"
 #include "backend/held.h"
 #include "graph/optim.h"
 #include "core/stats.h"
@@ -50,13 +51,17 @@ uint16_t *ts_cpu_grad_room(const ts_kctx *k) {
 static void fwd_matmul(const ts_kctx *k) {
     bool t = k->node->op == TS_OP_MATMUL_T;
     int64_t M = k->in_shape[0].d[0], K = k->in_shape[0].d[1], N = k->out_shape.d[1];
+    ts_out_act a; /* a Linear's Relu or unary op after its bias (fuses_bias_act) */
+    const ts_out_act *act = k->bias && ts_cpu_out_act(k, &a) ? &a : NULL;
     if (k->in_dtype[0] == TS_BF16 && k->in_dtype[1] == TS_BF16 && ts_cpu_bf16_gemm_on() && /* bf16 cells both: the CPU's bf16 GEMM */
         ts_cpu_bf16_gemm(k->pool, t, M, N, K, (const uint16_t *)(const void *)k->in[0], (const uint16_t *)(const void *)k->in[1],
-                         k->out, k->bias, k->bias ? k->bias_out : NULL, k->workspace))
+                         k->out, k->bias, k->bias ? k->bias_out : NULL, k->workspace)) {
+        if (act) ts_out_act_apply(act, act->out, k->bias_out, M * N);
         return;
+    }
     ts_kctx room;
     k = ts_cpu_widen(k, &room);
-    if (k->bias) ts_gemm_pool_bias(k->pool, false, t, M, N, K, k->in[0], k->in[1], k->out, k->bias, k->bias_out);
+    if (k->bias) ts_gemm_pool_bias(k->pool, false, t, M, N, K, k->in[0], k->in[1], k->out, k->bias, k->bias_out, act);
     else ts_gemm_pool(k->pool, false, t, M, N, K, k->in[0], k->in[1], 0.0f, k->out);
 }
 
@@ -134,10 +139,10 @@ static void fwd_cast(const ts_kctx *k) {
 static const ts_kernel_row kernels[] = {
     [TS_OP_INPUT] = {.forward = NULL}, /* a leaf: bound, not computed */
     [TS_OP_PARAM] = {.forward = NULL}, /* a leaf: bound, not computed */
-    [TS_OP_MATMUL] = {.forward = fwd_matmul, .backward = bwd_matmul, .fuses_bias = true, .workspace_floats = workspace_matmul,
-                       .stores_din = 3u},
-    [TS_OP_MATMUL_T] = {.forward = fwd_matmul, .backward = bwd_matmul, .fuses_bias = true, .workspace_floats = workspace_matmul,
-                       .stores_din = 3u},
+    [TS_OP_MATMUL] = {.forward = fwd_matmul, .backward = bwd_matmul, .fuses_bias = true, .fuses_bias_act = true,
+                       .workspace_floats = workspace_matmul, .stores_din = 3u},
+    [TS_OP_MATMUL_T] = {.forward = fwd_matmul, .backward = bwd_matmul, .fuses_bias = true, .fuses_bias_act = true,
+                       .workspace_floats = workspace_matmul, .stores_din = 3u},
     [TS_OP_ADD] = {.forward = ts_fwd_broadcast_binary, .backward = ts_bwd_broadcast_binary, .stores_din = 3u},
     [TS_OP_SUB] = {.forward = ts_fwd_broadcast_binary, .backward = ts_bwd_broadcast_binary, .stores_din = 3u},
     [TS_OP_MUL] = {.forward = ts_fwd_broadcast_binary, .backward = ts_bwd_broadcast_binary, .stores_din = 3u},

@@ -8,6 +8,7 @@
  * between products, no longer take the cores from the pool's elementwise
  * work and the pool's from the products (two 2-thread pools on 2 cores). */
 #include "backend/cpu/gemm.h"
+#include "backend/cpu/kernels_tensor.h"
 
 #include "backend/pool.h"
 
@@ -54,6 +55,7 @@ typedef struct gemm_job {
     float *C;
     const float *bias; /* ts_gemm_pool_bias: out = C + bias, else NULL */
     float *out;
+    const ts_out_act *act; /* with bias: act->out = f(out) after it, else NULL */
 } gemm_job;
 
 /* out[r, c0:c1] = C[r, c0:c1] + bias[c0:c1] for rows [r0, r1) */
@@ -93,10 +95,13 @@ static void gemm_slice(void *ctx, int64_t begin, int64_t end) {
         sgemm(j->ta, j->tb, end - begin, j->N, j->K, j->ta ? j->A + begin : j->A + begin * j->K, lda, j->B, ldb, beta,
               j->C + begin * j->N, j->N);
         if (j->bias && !first) add_bias(j, begin, end, 0, j->N);
+        if (j->act) ts_out_act_apply(j->act, j->act->out + begin * j->N, j->out + begin * j->N, (end - begin) * j->N);
     } else {
         sgemm(j->ta, j->tb, j->M, end - begin, j->K, j->A, lda, j->tb ? j->B + begin * j->K : j->B + begin, ldb, beta,
               j->C + begin, j->N);
         if (j->bias && !first) add_bias(j, 0, j->M, begin, end);
+        for (int64_t r = 0; j->act && r < j->M; r++)
+            ts_out_act_apply(j->act, j->act->out + r * j->N + begin, j->out + r * j->N + begin, end - begin);
     }
 }
 
@@ -121,7 +126,7 @@ static void gemm_pool(struct ts_pool *p, gemm_job j) {
 void ts_gemm_pool(struct ts_pool *p, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A, const float *B,
                   float beta, float *C) {
     blas_threads(1);
-    gemm_pool(p, (gemm_job){ta, tb, true, M, N, K, A, B, beta, C, NULL, NULL});
+    gemm_pool(p, (gemm_job){ta, tb, true, M, N, K, A, B, beta, C, NULL, NULL, NULL});
 }
 
 /* A product split along K: each thread forms op(A) op(B) over its own run
@@ -183,15 +188,15 @@ void ts_gemm_pool_ws(struct ts_pool *p, bool ta, bool tb, int64_t M, int64_t N, 
         return;
     }
     blas_threads(1);
-    split_job s = {{ta, tb, true, M, N, K, A, B, beta, C, NULL, NULL}, threads, ws};
+    split_job s = {{ta, tb, true, M, N, K, A, B, beta, C, NULL, NULL, NULL}, threads, ws};
     ts_pool_for(p, threads, 1, split_slice, &s);
     ts_pool_for(p, M, (16384 + N - 1) / N, split_sum, &s); /* a hand-off's worth of adds a slice */
 }
 
 void ts_gemm_pool_bias(struct ts_pool *p, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A, const float *B,
-                       float *C, const float *bias, float *out) {
+                       float *C, const float *bias, float *out, const ts_out_act *act) {
     blas_threads(1);
-    gemm_pool(p, (gemm_job){ta, tb, true, M, N, K, A, B, 0.0f, C, bias, out});
+    gemm_pool(p, (gemm_job){ta, tb, true, M, N, K, A, B, 0.0f, C, bias, out, act});
 }
 
 typedef struct batch_job {

@@ -28,9 +28,12 @@ void ts_gemm_pool_ws(struct ts_pool *p, bool ta, bool tb, int64_t M, int64_t N, 
 /* ts_gemm_pool with beta 0 that also adds a bias row to the product, each
  * slice right after its product while it is in cache (a Linear's bias Add
  * in the product's output pass): out[i, :] = C[i, :] + bias[:], the float
- * sums the Add computes. out may be C; otherwise C keeps the product. */
+ * sums the Add computes. out may be C; otherwise C keeps the product.
+ * act non-NULL: its op over out's slice after the bias, in the same
+ * pass (a Linear's Relu or GELU): act->out = f(out), act->out may be out. */
+struct ts_out_act;
 void ts_gemm_pool_bias(struct ts_pool *p, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A, const float *B,
-                       float *C, const float *bias, float *out);
+                       float *C, const float *bias, float *out, const struct ts_out_act *act);
 /* `count` products C_i = beta*C_i + op(A_i)[M,K] op(B_i)[K,N] of one shape
  * (a batched matmul): item(ctx, i, &A, &B, &C) names the operands of
  * product i. The products are split over the pool's threads, each on a

@@ -361,9 +361,7 @@ typedef struct rows_ctx {
 
 /* -------------------------------------------------------------- layer norm */
 
-/* act's op over a row y [n] of a kernel's output, into o (o may be y):
- * the Relu's and the unary family's own loops, on this thread */
-static void out_act_row(const ts_out_act *act, float *o, const float *y, int64_t n) {
+void ts_out_act_apply(const ts_out_act *act, float *o, const float *y, int64_t n) {
     if (act->kind == TS_EWU_NONE) ts_relu_forward(NULL, o, y, n);
     else ts_vk_get()->unary_forward(act->kind, o, y, act->alpha, act->beta, n);
 }
@@ -380,7 +378,7 @@ static void ln_fwd_slice(void *vctx, int64_t begin, int64_t end) {
         float v = (float)ts_lane_sum(x, mean, x, mean, D);
         float rstd = 1.0f / sqrtf(v / (float)D + c->eps);
         for (int64_t j = 0; j < D; j++) y[j] = (x[j] - mean) * rstd * c->w[j] + c->b[j];
-        if (c->act) out_act_row(c->act, c->act->out + r * D, y, D);
+        if (c->act) ts_out_act_apply(c->act, c->act->out + r * D, y, D);
         c->aux[2 * r] = mean;
         c->aux[2 * r + 1] = rstd;
     }
@@ -463,7 +461,7 @@ static void rms_fwd_slice(void *vctx, int64_t begin, int64_t end) {
             for (int64_t j = 0; j < D; j++) y[j] = x[j] * rr * c->w[j];
         else
             for (int64_t j = 0; j < D; j++) y[j] = x[j] * rr;
-        if (c->act) out_act_row(c->act, c->act->out + r * D, y, D);
+        if (c->act) ts_out_act_apply(c->act, c->act->out + r * D, y, D);
         c->aux[r] = rr;
     }
 }

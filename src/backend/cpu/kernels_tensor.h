@@ -54,6 +54,9 @@ typedef struct ts_out_act {
     int kind;
     float alpha, beta;
 } ts_out_act;
+/* act's op over a piece y [n] of a kernel's output, into o (o may be y):
+ * the Relu's and the unary family's own loops, on this thread */
+void ts_out_act_apply(const ts_out_act *act, float *o, const float *y, int64_t n);
 
 /* ---- layer norm over rows of D: y = (x - mean) * rstd * w + b; stats
  * [2*rows] keeps mean and rstd for backward; act: an op done in the
