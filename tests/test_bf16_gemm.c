@@ -45,6 +45,8 @@
 
 #include "backend/cpu/bf16_gemm.h"
 #include "backend/cpu/cpu_features.h"
+#include "backend/cpu/kernels_tensor.h"
+#include "backend/ew_math.h"
 #include "backend/pool.h"
 #include "check.h"
 #include "core/half.h"
@@ -239,7 +241,7 @@ static bool kernel_case(ts_pool *pool, int64_t m, int64_t n, int64_t k, bool ta,
     for (int64_t j = 0; j < n; j++) bias[j] = 0.01f * (float)(j - 20);
     ts_bf16_mat a = {af ? (const void *)A.f : (const void *)A.h, af, ta ? 1 : lda, ta ? lda : 1};
     ts_bf16_mat b = {bf ? (const void *)B.f : (const void *)B.h, bf, tb ? ldb : 1, tb ? 1 : ldb};
-    bool ok = ts_bf16k_gemm(pool, m, n, k, a, b, beta, C, ldc, with_bias ? bias : NULL, with_bias ? out : NULL) == TS_OK;
+    bool ok = ts_bf16k_gemm(pool, m, n, k, a, b, beta, C, ldc, with_bias ? bias : NULL, with_bias ? out : NULL, NULL) == TS_OK;
     for (int64_t i = 0; ok && i < m; i++) {
         for (int64_t j = 0; ok && j < n; j++) {
             double sum = beta != 0.0f ? (double)beta * C0[i * ldc + j] : 0.0, mag = fabs(sum);
@@ -251,6 +253,18 @@ static bool kernel_case(ts_pool *pool, int64_t m, int64_t n, int64_t k, bool ta,
             ok = fabs(c - sum) <= (double)(k + 2) * 0x1p-24 * mag && (!with_bias || out[i * ldc + j] == c + bias[j]);
         }
         for (int64_t j = n; ok && j < ldc; j++) ok = isnan(C[i * ldc + j]) && isnan(out[i * ldc + j]); /* the pad untouched */
+    }
+    if (ok && with_bias) { /* again with a GELU after the bias (a Linear's, fused): the op's own loop over each row of the sums */
+        float *r = malloc(sizeof(float) * (size_t)(m * ldc)), *want = malloc(sizeof(float) * (size_t)n);
+        for (int64_t i = 0; i < m * ldc; i++) r[i] = NAN;
+        ts_out_act act = {.out = r, .kind = TS_EWU_GELU};
+        ok = ts_bf16k_gemm(pool, m, n, k, a, b, beta, C, ldc, bias, out, &act) == TS_OK;
+        for (int64_t i = 0; ok && i < m; i++) {
+            ts_out_act_apply(&act, want, out + i * ldc, n);
+            ok = memcmp(want, r + i * ldc, sizeof(float) * (size_t)n) == 0;
+            for (int64_t j = n; ok && j < ldc; j++) ok = isnan(r[i * ldc + j]);
+        }
+        free(r), free(want);
     }
     if (!ok)
         printf("     M %lld N %lld K %lld ta %d tb %d A %s B %s pad %lld beta %g bias %d: off\n", (long long)m, (long long)n, (long long)k, ta,
@@ -367,7 +381,7 @@ static bool same_bits_case(ts_pool *pool, int64_t m, int64_t n, int64_t k, float
     for (int w = 0; w < 3; w++) {
         C[w] = malloc(sizeof(float) * (size_t)(m * n)), out[w] = malloc(sizeof(float) * (size_t)(m * n));
         for (int64_t i = 0; i < m * n; i++) C[w][i] = 0.25f * (float)(i % 9) - 1.0f, out[w][i] = NAN;
-        ok = ok && ts_bf16k_gemm(pool, m, n, k, a[w], b, beta, C[w], n, with_bias ? bias : NULL, with_bias ? out[w] : NULL) == TS_OK;
+        ok = ok && ts_bf16k_gemm(pool, m, n, k, a[w], b, beta, C[w], n, with_bias ? bias : NULL, with_bias ? out[w] : NULL, NULL) == TS_OK;
     }
     size_t bytes = sizeof(float) * (size_t)(m * n);
     for (int w = 1; w < 3 && ok; w++) ok = memcmp(C[0], C[w], bytes) == 0 && (!with_bias || memcmp(out[0], out[w], bytes) == 0);
@@ -391,7 +405,7 @@ static bool split_bits_case(ts_pool *const pools[3], int64_t n) {
     bool ok = true;
     for (int t = 0; t < 3; t++) {
         C[t] = malloc(sizeof(float) * (size_t)(ROWS * n));
-        ok = ok && ts_bf16k_gemm(pools[t], ROWS, n, TOKENS, a, b, 0.0f, C[t], n, NULL, NULL) == TS_OK;
+        ok = ok && ts_bf16k_gemm(pools[t], ROWS, n, TOKENS, a, b, 0.0f, C[t], n, NULL, NULL, NULL) == TS_OK;
     }
     for (int t = 1; t < 3 && ok; t++) ok = memcmp(C[0], C[t], sizeof(float) * (size_t)(ROWS * n)) == 0;
     for (int t = 0; t < 3; t++) free(C[t]);
@@ -414,9 +428,9 @@ static bool backward_bits_case(ts_pool *pool, bool tb, int64_t m, int64_t n, int
     free(room);
     ts_bf16_mat dc_rows = {dC.f, true, n, 1}, dc_cols = {dC.f, true, 1, n}, a_cols = {A.h, false, 1, k};
     ts_bf16_mat b_rows = tb ? (ts_bf16_mat){B.h, false, 1, k} : (ts_bf16_mat){B.h, false, n, 1};
-    ok = ok && ts_bf16k_gemm(pool, m, k, n, dc_rows, b_rows, 1.0f, rA, k, NULL, NULL) == TS_OK;
-    ok = ok && (tb ? ts_bf16k_gemm(pool, n, k, m, dc_cols, a_cols, 1.0f, rB, k, NULL, NULL)
-                   : ts_bf16k_gemm(pool, k, n, m, a_cols, dc_cols, 1.0f, rB, n, NULL, NULL)) == TS_OK;
+    ok = ok && ts_bf16k_gemm(pool, m, k, n, dc_rows, b_rows, 1.0f, rA, k, NULL, NULL, NULL) == TS_OK;
+    ok = ok && (tb ? ts_bf16k_gemm(pool, n, k, m, dc_cols, a_cols, 1.0f, rB, k, NULL, NULL, NULL)
+                   : ts_bf16k_gemm(pool, k, n, m, a_cols, dc_cols, 1.0f, rB, n, NULL, NULL, NULL)) == TS_OK;
     ok = ok && memcmp(dA, rA, sizeof(float) * na) == 0 && memcmp(dB, rB, sizeof(float) * nb) == 0;
     /* no room (none planned): the products round dC as they pack it, the same bits */
     for (size_t i = 0; i < na; i++) rA[i] = 0.5f;
@@ -475,8 +489,10 @@ static void test_kernel(void) {
     CHECK(split_bits_case(pools, 384) && split_bits_case(pools, 130),
           "a 128-row dB (K 2048) gives the same bits on 1, 2 and 3 threads (rows, or column panels where rows split worse)");
     CHECK(round_bits_case(pools[1], 100003), "ts_bf16k_round: a hundred thousand random bit patterns round to ts_f32_to_bf16's bits");
-    CHECK(kernel_fails == 0, "the avx512_bf16 kernel: %d of %d products (M, N, K tails, odd K, transposes, strides, bf16/f32 operands, "
-                             "beta, bias, 1-3 threads) are bf16 products with f32 accumulation", kernel_cases - kernel_fails, kernel_cases);
+    CHECK(kernel_fails == 0,
+          "the avx512_bf16 kernel: %d of %d products (M, N, K tails, odd K, transposes, strides, bf16/f32 operands, beta, bias, a GELU after "
+          "the bias, 1-3 threads) are bf16 products with f32 accumulation",
+          kernel_cases - kernel_fails, kernel_cases);
     if (ts_cpu_bf16_route() == TS_BF16_ROUTE_AVX512BF16) {
         for (int tb = 0; tb < 2; tb++) {
             CHECK(backward_case(pools[1], tb, 150, 70, 96), "a bf16 matmul's gradients (B %s): dA, dB are the products with dC rounded to bf16",

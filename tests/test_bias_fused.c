@@ -407,11 +407,13 @@ done:
 /* ---- the model: Linear layers each followed by an activation (GELU,
  * its tanh approximation, Relu: each done in its product's pass) against
  * the same graph with a Scale by 1 between each bias Add and its
- * activation (not fused). Inference, unobserved (the activations written
- * over the sums) and with the first layer's sum and activation anchored:
- * the same logits, to the bit, the anchored activation the op's of the
- * anchored sum; training: the same losses and weight gradients, to the
- * bit, over SGD steps; the counters say what fused. */
+ * activation (not fused), in f32 and at the bf16 and f16 precisions (the
+ * products' operands 16-bit copies: the bf16 kernel's route, or widened).
+ * Inference, unobserved (the activations written over the sums) and with
+ * the first layer's sum and activation anchored: the same logits, to the
+ * bit, the anchored activation the op's of the anchored sum; training:
+ * the same losses and weight gradients, to the bit, over SGD steps; the
+ * counters say what fused. */
 enum { AB = 64, AI = 24, AH = 48, AO = 5 };
 static float axs[AB * AI];
 static int32_t ays[AB];
@@ -443,16 +445,19 @@ static ts_status act_run(ts_model *m) {
     return ts_model_run(m, names, in, 2);
 }
 
-static void act_models(void) {
+static void act_models(ts_dtype precision) {
     seeded_fill(axs, AB * AI, 61);
     for (int i = 0; i < AB; i++) ays[i] = i % AO;
     ts_tensor *loss[3], *out[3];
     ts_graph *g[3] = {act_mlp(false, &loss[0], &out[0]), act_mlp(false, &loss[1], &out[1]), act_mlp(true, &loss[2], &out[2])};
     ts_model *inf[3] = {NULL, NULL, NULL}, *tr[3] = {NULL, NULL, NULL};
-    static const char *const what[3] = {"fused", "fused, anchored", "Scale between"};
+    const char *const what[3] = {precision == TS_BF16 ? "bf16, fused" : precision == TS_F16 ? "f16, fused" : "fused",
+                                 precision == TS_BF16 ? "bf16, fused, anchored" : precision == TS_F16 ? "f16, fused, anchored" : "fused, anchored",
+                                 precision == TS_BF16 ? "bf16, Scale between" : precision == TS_F16 ? "f16, Scale between" : "Scale between"};
     for (int k = 0; k < 3; k++) {
         ts_options *o = ts_options_new();
         ts_options_set_threads(o, 2);
+        CHECK_OK(ts_options_set_precision(o, precision), "the precision set");
         if (k == 1) {
             ts_options_anchor(o, "s1", "s1", TS_OUTPUT_FINAL, 0);
             ts_options_anchor(o, "a1", "a1", TS_OUTPUT_FINAL, 0);
@@ -470,6 +475,7 @@ static void act_models(void) {
         ts_options_free(o);
         o = ts_options_new();
         ts_options_set_threads(o, 2);
+        ts_options_set_precision(o, precision);
         ts_options_anchor(o, "loss", "loss", TS_OUTPUT_ALL, 0);
         ts_options_anchor(o, "dw1", "Gradient___fc1.weight", TS_OUTPUT_FINAL, 0);
         ts_options_anchor(o, "dw3", "Gradient___fc3.weight", TS_OUTPUT_FINAL, 0);
@@ -482,7 +488,7 @@ static void act_models(void) {
     for (int k = 0; k < 3; k++)
         if (!inf[k] || !tr[k]) goto done;
     CHECK(same_anchor(inf[0], inf[2], "logits", AB * AO) && same_anchor(inf[1], inf[2], "logits", AB * AO),
-          "Linear + activation, inference: the logits, the same bits (over the sums and anchored)");
+          "Linear + activation, inference (%s): the logits, the same bits (over the sums and anchored)", what[0]);
     ts_array s1, a1;
     if (!ts_model_anchored(inf[1], "s1", &s1) && !ts_model_anchored(inf[1], "a1", &a1)) {
         float *want = malloc((size_t)(AB * AH) * sizeof *want);
@@ -491,7 +497,7 @@ static void act_models(void) {
         int neg = 0;
         for (int64_t i = 0; i < AB * AH; i++) neg += ((const float *)s1.data)[i] < 0.0f;
         CHECK(neg > 0 && memcmp(want, a1.data, (size_t)(AB * AH) * sizeof *want) == 0,
-              "the anchored sum keeps its own values (%d negative), the GELU's are GELU of them, to the bit", neg);
+              "%s: the anchored sum keeps its own values (%d negative), the GELU's are GELU of them, to the bit", what[1], neg);
         free(want);
     } else
         CHECK(0, "s1 and a1 anchored");
@@ -509,7 +515,8 @@ static void act_models(void) {
             CHECK(same_anchor(tr[k], tr[2], "dw1", AH * AI) && same_anchor(tr[k], tr[2], "dw3", AH * AH),
                   "Linear + activation, training step %d (%s): the weight gradients, to the bit", s + 1, what[k]);
         }
-        CHECK(same_anchor(tr[1], tr[2], "a1", AB * AH), "Linear + activation, training step %d: the anchored GELU, to the bit", s + 1);
+        CHECK(same_anchor(tr[1], tr[2], "a1", AB * AH), "Linear + activation, training step %d (%s): the anchored GELU, to the bit", s + 1,
+              what[1]);
     }
 done:
     for (int k = 0; k < 3; k++) ts_model_free(inf[k]), ts_model_free(tr[k]), ts_graph_free(g[k]);
@@ -628,7 +635,9 @@ int main(void) {
     ts_pool_free(p);
     conv_relu_models();
     conv_add_relu_models();
-    act_models();
+    act_models(TS_F32);
+    act_models(TS_BF16);
+    act_models(TS_F16);
 
     seeded_fill(xs, BATCH * IN, 11);
     for (int i = 0; i < BATCH; i++) ys[i] = (int32_t)((unsigned)(i * 7 + 3) % OUT);

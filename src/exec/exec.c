@@ -183,9 +183,11 @@ static bool overlaps(const float *a, int64_t n, const float *b, int64_t k) { ret
 static bool runs_here(const ts_run *run, int a) { return ts_in_stage(run, a) && !(run->prog->skip && run->prog->skip[a]); }
 
 /* A Linear's bias Add done in its product's output pass: node order[k] a
- * MatMul whose row fuses_bias (mk its arguments), node a the next in the
- * order, an Add of it and a float32 bias row [N] (or [1, N]) broadcast
- * over its [M, N] output (ts_pass_takes' TS_PASS_BIAS). Then *ac holds the
+ * MatMul whose row fuses_bias (mk its arguments: float32 operands, or a
+ * precision's 16-bit copies, which the kernel multiplies on the bf16 route
+ * or widens; its product float32), node a the next in the order, an Add of
+ * it and a float32 bias row [N] (or [1, N]) broadcast over its [M, N]
+ * output (ts_pass_takes' TS_PASS_BIAS). Then *ac holds the
  * Add's arguments, the MatMul's kernel writes the Add's output and the
  * Add's kernel is skipped (its observers run as ever: names, watches and
  * anchors unchanged, the same float sums). The product keeps its own value
@@ -194,9 +196,9 @@ static bool runs_here(const ts_run *run, int a) { return ts_in_stage(run, a) && 
 static bool bias_fusable(const ts_run *run, int k, int a, int64_t mb, const ts_kctx *mk, ts_kctx *ac) {
     const ts_prog *p = run->prog;
     int i = p->order[k];
-    if (mk->out_dtype != TS_F32 || mk->in_dtype[0] != TS_F32 ||
-        mk->in_dtype[1] != TS_F32 || mk->out_shape.ndim != 2 || !mk->in[0] || !mk->in[1] || !mk->out)
-        return false;
+    for (int j = 0; j < 2; j++) /* float32 operands, or a precision's 16-bit copies (the product and the sum float32) */
+        if (mk->in_dtype[j] != TS_F32 && !ts_dtype_is_half(mk->in_dtype[j])) return false;
+    if (mk->out_dtype != TS_F32 || mk->out_shape.ndim != 2 || !mk->in[0] || !mk->in[1] || !mk->out) return false;
     *ac = make_ctx(run, a, mb);
     int64_t M = mk->out_shape.d[0], N = mk->out_shape.d[1], K = mk->in_shape[0].d[1];
     const ts_shape *b = &ac->in_shape[1], *o = &ac->out_shape;
@@ -205,7 +207,9 @@ static bool bias_fusable(const ts_run *run, int k, int a, int64_t mb, const ts_k
         return false;
     float *out = ac->out;
     if (out == mk->out) return !p->entries[p->value_entry[i]].observed; /* in place: the product's value becomes the sum */
-    return !overlaps(out, M * N, mk->out, M * N) && !overlaps(out, M * N, mk->in[0], M * K) && !overlaps(out, M * N, mk->in[1], N * K) &&
+    int64_t a_floats = ts_dtype_is_half(mk->in_dtype[0]) ? (M * K + 1) / 2 : M * K; /* 16-bit cells: two a float */
+    int64_t b_floats = ts_dtype_is_half(mk->in_dtype[1]) ? (N * K + 1) / 2 : N * K;
+    return !overlaps(out, M * N, mk->out, M * N) && !overlaps(out, M * N, mk->in[0], a_floats) && !overlaps(out, M * N, mk->in[1], b_floats) &&
            !overlaps(out, M * N, ac->in[1], N);
 }
 
@@ -247,6 +251,7 @@ static bool pass_output_ok(const ts_run *run, const ts_kctx *ck, const float *o,
     for (int j = 0; j < ck->n_in; j++) {
         int64_t m = ts_shape_numel(&ck->in_shape[j]);
         if (j == 0 && over_in0 && o == ck->in[0] && m == n) continue;
+        if (ts_dtype_is_half(ck->in_dtype[j])) m = (m + 1) / 2; /* 16-bit cells: two a float */
         if (ck->in[j] && overlaps(o, n, ck->in[j], m)) return false;
     }
     for (int q = 0; q < n_prev; q++) {

@@ -19,6 +19,7 @@
  * of two bf16 numbers are exact in f32; the instruction adds them to the
  * sums with f32 rounding, denormal inputs and outputs flushed to zero. */
 #include "backend/cpu/bf16_gemm.h"
+#include "backend/cpu/kernels_tensor.h"
 
 #if defined(__x86_64__) && defined(__AVX512BF16__)
 #include "backend/pool.h"
@@ -159,6 +160,7 @@ typedef struct job {
     float beta;
     float *C, *out;
     const float *bias;
+    const ts_out_act *act; /* with bias: act->out = f(out), each block of rows once its sums are done */
     uint32_t *pb; /* B packed: panel q at pb + q * kpad/2 * NR */
     bool by_cols; /* the pool splits column panels, not rows */
     bool direct;  /* A read in place, not packed (a_direct) */
@@ -261,6 +263,10 @@ static void block(const job *j, uint32_t (*pa)[KC / 2 * MR], int64_t m0, int64_t
                 }
             }
         }
+        if (j->act) { /* the block's rows, over the columns done here, while in cache */
+            int64_t c0 = q0 * NR, c1 = q1 * NR < j->N ? q1 * NR : j->N;
+            for (int64_t r = i0; r < i0 + mc; r++) ts_out_act_apply(j->act, j->act->out + r * j->ldc + c0, j->out + r * j->ldc + c0, c1 - c0);
+        }
     }
 }
 
@@ -294,20 +300,20 @@ size_t ts_bf16k_gemm_words(int64_t N, int64_t K, int threads) {
 }
 
 ts_status ts_bf16k_gemm(struct ts_pool *p, int64_t M, int64_t N, int64_t K, ts_bf16_mat A, ts_bf16_mat B, float beta, float *C,
-                        int64_t ldc, const float *bias, float *out) {
-    if (M <= 0 || N <= 0 || K <= 0) return ts_bf16k_gemm_ws(p, M, N, K, A, B, beta, C, ldc, bias, out, NULL);
+                        int64_t ldc, const float *bias, float *out, const ts_out_act *act) {
+    if (M <= 0 || N <= 0 || K <= 0) return ts_bf16k_gemm_ws(p, M, N, K, A, B, beta, C, ldc, bias, out, act, NULL);
     uint32_t *ws = aligned_alloc(64, ts_bf16k_gemm_words(N, K, p ? ts_pool_threads(p) : 1) * sizeof(uint32_t));
     if (!ws) return TS_ERR_OUT_OF_MEMORY;
-    ts_status st = ts_bf16k_gemm_ws(p, M, N, K, A, B, beta, C, ldc, bias, out, ws);
+    ts_status st = ts_bf16k_gemm_ws(p, M, N, K, A, B, beta, C, ldc, bias, out, act, ws);
     free(ws);
     return st;
 }
 
 ts_status ts_bf16k_gemm_ws(struct ts_pool *p, int64_t M, int64_t N, int64_t K, ts_bf16_mat A, ts_bf16_mat B, float beta, float *C,
-                           int64_t ldc, const float *bias, float *out, uint32_t *ws) {
+                           int64_t ldc, const float *bias, float *out, const ts_out_act *act, uint32_t *ws) {
     if (M <= 0 || N <= 0) return TS_OK;
     int64_t kpad = K + (K & 1), panels = (N + NR - 1) / NR, tiles = (M + MR - 1) / MR;
-    job j = {M, N, K, kpad, ldc, A, B, beta, C, bias ? out : NULL, bias, NULL, false, a_direct(&A, K), NULL, 0};
+    job j = {M, N, K, kpad, ldc, A, B, beta, C, bias ? out : NULL, bias, bias ? act : NULL, NULL, false, a_direct(&A, K), NULL, 0};
     if (K <= 0) { /* no products: C = beta C (and the bias) */
         for (int64_t i = 0; i < M; i++)
             for (int64_t c = 0; c < N; c++) {
@@ -315,6 +321,7 @@ ts_status ts_bf16k_gemm_ws(struct ts_pool *p, int64_t M, int64_t N, int64_t K, t
                 C[i * ldc + c] = v;
                 if (bias) out[i * ldc + c] = v + bias[c];
             }
+        for (int64_t i = 0; j.act && i < M; i++) ts_out_act_apply(j.act, j.act->out + i * ldc, out + i * ldc, N);
         return TS_OK;
     }
     int t = p ? ts_pool_threads(p) : 1;
@@ -365,11 +372,11 @@ void ts_bf16k_gemm_serial(int64_t M, int64_t N, int64_t K, ts_bf16_mat A, ts_bf1
                           uint32_t *ws) {
     if (M <= 0 || N <= 0) return;
     if (K <= 0) {
-        ts_bf16k_gemm_ws(NULL, M, N, K, A, B, beta, C, ldc, NULL, NULL, NULL); /* C = beta C: no workspace read */
+        ts_bf16k_gemm_ws(NULL, M, N, K, A, B, beta, C, ldc, NULL, NULL, NULL, NULL); /* C = beta C: no workspace read */
         return;
     }
     int64_t kpad = K + (K & 1), panels = (N + NR - 1) / NR, tiles = (M + MR - 1) / MR;
-    job j = {M, N, K, kpad, ldc, A, B, beta, C, NULL, NULL, ws, false, a_direct(&A, K), NULL, 0};
+    job j = {M, N, K, kpad, ldc, A, B, beta, C, NULL, NULL, NULL, ws, false, a_direct(&A, K), NULL, 0};
     j.pa = (uint32_t(*)[KC / 2 * MR])(void *)(ws + panels * (kpad / 2) * NR);
     pack_b(&j, 0, panels);
     slice(&j, 0, tiles);
@@ -389,8 +396,8 @@ void ts_bf16k_gemm_serial(int64_t M, int64_t N, int64_t K, ts_bf16_mat A, ts_bf1
     (void)M, (void)N, (void)K, (void)A, (void)B, (void)beta, (void)C, (void)ldc, (void)ws;
 }
 ts_status ts_bf16k_gemm(struct ts_pool *p, int64_t M, int64_t N, int64_t K, ts_bf16_mat A, ts_bf16_mat B, float beta, float *C,
-                        int64_t ldc, const float *bias, float *out) {
-    (void)p, (void)M, (void)N, (void)K, (void)A, (void)B, (void)beta, (void)C, (void)ldc, (void)bias, (void)out;
+                        int64_t ldc, const float *bias, float *out, const ts_out_act *act) {
+    (void)p, (void)M, (void)N, (void)K, (void)A, (void)B, (void)beta, (void)C, (void)ldc, (void)bias, (void)out, (void)act;
     return TS_ERR_UNSUPPORTED;
 }
 size_t ts_bf16k_gemm_words(int64_t N, int64_t K, int threads) {
@@ -398,8 +405,8 @@ size_t ts_bf16k_gemm_words(int64_t N, int64_t K, int threads) {
     return 0;
 }
 ts_status ts_bf16k_gemm_ws(struct ts_pool *p, int64_t M, int64_t N, int64_t K, ts_bf16_mat A, ts_bf16_mat B, float beta, float *C,
-                           int64_t ldc, const float *bias, float *out, uint32_t *ws) {
+                           int64_t ldc, const float *bias, float *out, const ts_out_act *act, uint32_t *ws) {
     (void)ws;
-    return ts_bf16k_gemm(p, M, N, K, A, B, beta, C, ldc, bias, out);
+    return ts_bf16k_gemm(p, M, N, K, A, B, beta, C, ldc, bias, out, act);
 }
 #endif

@@ -9,6 +9,7 @@
 
 #include "backend/cpu/cpu_features.h"
 #include "backend/cpu/gemm.h"
+#include "backend/cpu/kernels_tensor.h"
 #include "backend/pool.h"
 #include "core/core.h"
 
@@ -124,6 +125,7 @@ typedef struct job {
     const uint16_t *A, *B;
     float *C, *out;
     const float *bias;
+    const ts_out_act *act;
 } job;
 
 static void rows(void *vctx, int64_t begin, int64_t end) {
@@ -136,6 +138,7 @@ static void rows(void *vctx, int64_t begin, int64_t end) {
         float *o = j->out + r * j->N;
         for (int64_t i = 0; i < j->N; i++) o[i] = c[i] + j->bias[i];
     }
+    if (j->act) ts_out_act_apply(j->act, j->act->out + begin * j->N, j->out + begin * j->N, (end - begin) * j->N);
 }
 
 /* a slice keeps at least this many multiply-adds and rows (as gemm.c) */
@@ -155,8 +158,9 @@ static uint32_t *ws_words(float *ws) {
 /* the kernel's product in ws where there is one, else in memory allocated
  * for the call */
 static ts_status kgemm(struct ts_pool *p, int64_t M, int64_t N, int64_t K, ts_bf16_mat A, ts_bf16_mat B, float beta, float *C, int64_t ldc,
-                       const float *bias, float *out, float *ws) {
-    return ws ? ts_bf16k_gemm_ws(p, M, N, K, A, B, beta, C, ldc, bias, out, ws_words(ws)) : ts_bf16k_gemm(p, M, N, K, A, B, beta, C, ldc, bias, out);
+                       const float *bias, float *out, const ts_out_act *act, float *ws) {
+    return ws ? ts_bf16k_gemm_ws(p, M, N, K, A, B, beta, C, ldc, bias, out, act, ws_words(ws))
+              : ts_bf16k_gemm(p, M, N, K, A, B, beta, C, ldc, bias, out, act);
 }
 
 static size_t max_sz(size_t a, size_t b) { return a > b ? a : b; }
@@ -170,12 +174,12 @@ size_t ts_cpu_bf16_gemm_floats(int64_t M, int64_t N, int64_t K, int threads) {
 }
 
 bool ts_cpu_bf16_gemm(struct ts_pool *p, bool tb, int64_t M, int64_t N, int64_t K, const uint16_t *A, const uint16_t *B, float *C,
-                      const float *bias, float *out, float *ws) {
+                      const float *bias, float *out, const ts_out_act *act, float *ws) {
     if (ts_cpu_bf16_route() == TS_BF16_ROUTE_AVX512BF16) {
         ts_bf16_mat a = {A, false, K, 1}, b = {B, false, tb ? K : 1, tb ? 1 : N};
-        return kgemm(p, M, N, K, a, b, 0.0f, C, N, bias, out, ws) == TS_OK;
+        return kgemm(p, M, N, K, a, b, 0.0f, C, N, bias, out, act, ws) == TS_OK;
     }
-    job j = {tb, N, K, A, B, C, out, bias};
+    job j = {tb, N, K, A, B, C, out, bias, bias ? act : NULL};
     int64_t per_row = N * K > 0 ? N * K : 1, grain = MIN_MACS / per_row;
     ts_gemm_serial_begin(); /* one OpenBLAS thread per slice */
     ts_pool_for(p, M, grain > MIN_ROWS ? grain : MIN_ROWS, rows, &j);
@@ -204,9 +208,9 @@ unsigned ts_cpu_bf16_gemm_backward(struct ts_pool *p, bool tb, int64_t M, int64_
     ts_bf16_mat dc_rows = grad_mat(dC, d16, N, 1), dc_cols = grad_mat(dC, d16, 1, N), a_cols = {A, false, 1, K};
     ts_bf16_mat b_rows = tb ? (ts_bf16_mat){B, false, 1, K} : (ts_bf16_mat){B, false, N, 1};
     unsigned done = 0;
-    if (dA && kgemm(p, M, K, N, dc_rows, b_rows, beta_a, dA, K, NULL, NULL, ws) == TS_OK) done |= 1u;
-    if (dB && (tb ? kgemm(p, N, K, M, dc_cols, a_cols, beta_b, dB, K, NULL, NULL, ws)
-                  : kgemm(p, K, N, M, a_cols, dc_cols, beta_b, dB, N, NULL, NULL, ws)) == TS_OK)
+    if (dA && kgemm(p, M, K, N, dc_rows, b_rows, beta_a, dA, K, NULL, NULL, NULL, ws) == TS_OK) done |= 1u;
+    if (dB && (tb ? kgemm(p, N, K, M, dc_cols, a_cols, beta_b, dB, K, NULL, NULL, NULL, ws)
+                  : kgemm(p, K, N, M, a_cols, dc_cols, beta_b, dB, N, NULL, NULL, NULL, ws)) == TS_OK)
         done |= 2u;
     return done;
 }

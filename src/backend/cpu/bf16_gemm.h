@@ -44,15 +44,18 @@ ts_bf16_route ts_cpu_bf16_route(void);
 bool ts_cpu_bf16_gemm_on(void);
 /* "sbgemm", "avx512bf16" or "f32", and why, for ts_cpu_features */
 const char *ts_cpu_bf16_gemm_route(void);
+struct ts_out_act;
 /* C[M,N] = A[M,K] op(B) with A, B in bf16 cells (B [N,K] when tb, else
  * [K,N]), split over the pool; with bias, out[i, :] = C[i, :] + bias[:]
- * as the fused Add computes it (out may be C). Only when
+ * as the fused Add computes it (out may be C), and with act too (a
+ * Linear's Relu or GELU, gemm.h's ts_gemm_pool_bias) act->out = f(out)
+ * after it, each piece while in cache. Only when
  * ts_cpu_bf16_gemm_on(); false (nothing written) when it found no memory
  * for the packed operands: the caller widens to f32 instead. ws: the
  * kernels' workspace of ts_cpu_bf16_gemm_floats floats (compile plans it:
  * the step allocates nothing), or NULL: allocated for the call. */
 bool ts_cpu_bf16_gemm(struct ts_pool *p, bool tb, int64_t M, int64_t N, int64_t K, const uint16_t *A, const uint16_t *B, float *C,
-                      const float *bias, float *out, float *ws);
+                      const float *bias, float *out, const struct ts_out_act *act, float *ws);
 /* the floats of workspace the kernel's products of a matmul [M,K] x
  * [K,N] and of its gradients take on threads threads (0 off its route) */
 size_t ts_cpu_bf16_gemm_floats(int64_t M, int64_t N, int64_t K, int threads);
@@ -100,18 +103,20 @@ typedef struct ts_bf16_mat {
 /* bf16_avx512.c: whether this build has the kernel (x86-64, a compiler
  * with avx512_bf16), and the kernel: C[M,N] = beta C + sum over k of
  * A(i, k) B(j, k), each product of two bf16 numbers exact, summed in f32;
- * ldc C's (and out's) row stride; with bias, out = C + bias[:] after.
+ * ldc C's (and out's) row stride; with bias, out = C + bias[:] after,
+ * and act non-NULL (with bias): act->out = f(out) after that, each block
+ * of rows as its sums are done (act->out of ldc strides too).
  * TS_ERR_OUT_OF_MEMORY (C untouched) when the packed operands found no
  * memory. Only on a CPU with avx512_bf16. */
 bool ts_bf16k_built(void);
 ts_status ts_bf16k_gemm(struct ts_pool *p, int64_t M, int64_t N, int64_t K, ts_bf16_mat A, ts_bf16_mat B, float beta, float *C,
-                        int64_t ldc, const float *bias, float *out);
+                        int64_t ldc, const float *bias, float *out, const struct ts_out_act *act);
 /* the same in ws (64-byte aligned, ts_bf16k_gemm_words(N, K, the pool's
  * threads) words: B packed, then each slice's blocks of A), allocating
  * nothing; ts_bf16k_gemm allocates it for the call */
 size_t ts_bf16k_gemm_words(int64_t N, int64_t K, int threads);
 ts_status ts_bf16k_gemm_ws(struct ts_pool *p, int64_t M, int64_t N, int64_t K, ts_bf16_mat A, ts_bf16_mat B, float beta, float *C,
-                           int64_t ldc, const float *bias, float *out, uint32_t *ws);
+                           int64_t ldc, const float *bias, float *out, const struct ts_out_act *act, uint32_t *ws);
 
 /* the kernel on the calling thread, its packed operands in ws (64-byte
  * aligned, ts_bf16k_serial_words(N, K) words); no bias */

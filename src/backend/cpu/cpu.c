@@ -55,10 +55,8 @@ static void fwd_matmul(const ts_kctx *k) {
     const ts_out_act *act = k->bias && ts_cpu_out_act(k, &a) ? &a : NULL;
     if (k->in_dtype[0] == TS_BF16 && k->in_dtype[1] == TS_BF16 && ts_cpu_bf16_gemm_on() && /* bf16 cells both: the CPU's bf16 GEMM */
         ts_cpu_bf16_gemm(k->pool, t, M, N, K, (const uint16_t *)(const void *)k->in[0], (const uint16_t *)(const void *)k->in[1],
-                         k->out, k->bias, k->bias ? k->bias_out : NULL, k->workspace)) {
-        if (act) ts_out_act_apply(act, act->out, k->bias_out, M * N);
+                         k->out, k->bias, k->bias ? k->bias_out : NULL, act, k->workspace))
         return;
-    }
     ts_kctx room;
     k = ts_cpu_widen(k, &room);
     if (k->bias) ts_gemm_pool_bias(k->pool, false, t, M, N, K, k->in[0], k->in[1], k->out, k->bias, k->bias_out, act);
