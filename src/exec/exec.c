@@ -178,6 +178,10 @@ static void choose_fusions(ts_run *run) {
 /* Whether [a, a + n) and [b, b + k) floats share memory. */
 static bool overlaps(const float *a, int64_t n, const float *b, int64_t k) { return a < b + k && b < a + n; }
 
+/* The floats n values of dtype d span where they are held: 16-bit cells
+ * two a float. */
+static int64_t span_floats(ts_dtype d, int64_t n) { return ts_dtype_is_half(d) ? (n + 1) / 2 : n; }
+
 /* Whether node a runs here now: this rank's stage, not a fused attention's
  * twin that its one pass stands for. */
 static bool runs_here(const ts_run *run, int a) { return ts_in_stage(run, a) && !(run->prog->skip && run->prog->skip[a]); }
@@ -207,10 +211,8 @@ static bool bias_fusable(const ts_run *run, int k, int a, int64_t mb, const ts_k
         return false;
     float *out = ac->out;
     if (out == mk->out) return !p->entries[p->value_entry[i]].observed; /* in place: the product's value becomes the sum */
-    int64_t a_floats = ts_dtype_is_half(mk->in_dtype[0]) ? (M * K + 1) / 2 : M * K; /* 16-bit cells: two a float */
-    int64_t b_floats = ts_dtype_is_half(mk->in_dtype[1]) ? (N * K + 1) / 2 : N * K;
-    return !overlaps(out, M * N, mk->out, M * N) && !overlaps(out, M * N, mk->in[0], a_floats) && !overlaps(out, M * N, mk->in[1], b_floats) &&
-           !overlaps(out, M * N, ac->in[1], N);
+    return !overlaps(out, M * N, mk->out, M * N) && !overlaps(out, M * N, mk->in[0], span_floats(mk->in_dtype[0], M * K)) &&
+           !overlaps(out, M * N, mk->in[1], span_floats(mk->in_dtype[1], N * K)) && !overlaps(out, M * N, ac->in[1], N);
 }
 
 /* Whether nothing but the fused Add reads the product i of a fused
@@ -251,8 +253,7 @@ static bool pass_output_ok(const ts_run *run, const ts_kctx *ck, const float *o,
     for (int j = 0; j < ck->n_in; j++) {
         int64_t m = ts_shape_numel(&ck->in_shape[j]);
         if (j == 0 && over_in0 && o == ck->in[0] && m == n) continue;
-        if (ts_dtype_is_half(ck->in_dtype[j])) m = (m + 1) / 2; /* 16-bit cells: two a float */
-        if (ck->in[j] && overlaps(o, n, ck->in[j], m)) return false;
+        if (ck->in[j] && overlaps(o, n, ck->in[j], span_floats(ck->in_dtype[j], m))) return false;
     }
     for (int q = 0; q < n_prev; q++) {
         if (o == prev[q] && run->prog->entries[ent[q]].observed) return false;
