@@ -217,11 +217,7 @@ static ts_graph *cnn(bool apart, ts_tensor **loss, ts_tensor **out) {
     return g;
 }
 
-static ts_status cnn_run(ts_model *m) {
-    const char *names[2] = {"x", "labels"};
-    ts_array in[2] = {ts_array_f32(cxs, 4, (int64_t[]){CB, CC, CHW, CHW}), ts_array_i32(cys, 1, (int64_t[]){CB})};
-    return ts_model_run(m, names, in, 2);
-}
+static ts_status cnn_run(ts_model *m) { return run_xy(m, cxs, 4, (int64_t[]){CB, CC, CHW, CHW}, cys); }
 
 static void conv_relu_models(void) {
     seeded_fill(cxs, CB * CC * CHW * CHW, 31);
@@ -439,11 +435,7 @@ static ts_graph *act_mlp(bool apart, ts_tensor **loss, ts_tensor **out) {
     return g;
 }
 
-static ts_status act_run(ts_model *m) {
-    const char *names[2] = {"x", "labels"};
-    ts_array in[2] = {ts_array_f32(axs, 2, (int64_t[]){AB, AI}), ts_array_i32(ays, 1, (int64_t[]){AB})};
-    return ts_model_run(m, names, in, 2);
-}
+static ts_status act_run(ts_model *m) { return run_xy(m, axs, 2, (int64_t[]){AB, AI}, ays); }
 
 static void act_models(ts_dtype precision) {
     seeded_fill(axs, AB * AI, 61);
@@ -451,9 +443,11 @@ static void act_models(ts_dtype precision) {
     ts_tensor *loss[3], *out[3];
     ts_graph *g[3] = {act_mlp(false, &loss[0], &out[0]), act_mlp(false, &loss[1], &out[1]), act_mlp(true, &loss[2], &out[2])};
     ts_model *inf[3] = {NULL, NULL, NULL}, *tr[3] = {NULL, NULL, NULL};
-    const char *const what[3] = {precision == TS_BF16 ? "bf16, fused" : precision == TS_F16 ? "f16, fused" : "fused",
-                                 precision == TS_BF16 ? "bf16, fused, anchored" : precision == TS_F16 ? "f16, fused, anchored" : "fused, anchored",
-                                 precision == TS_BF16 ? "bf16, Scale between" : precision == TS_F16 ? "f16, Scale between" : "Scale between"};
+    const char *at = precision == TS_BF16 ? "bf16, " : precision == TS_F16 ? "f16, " : "";
+    char what[3][48];
+    snprintf(what[0], sizeof what[0], "%sfused", at);
+    snprintf(what[1], sizeof what[1], "%sfused, anchored", at);
+    snprintf(what[2], sizeof what[2], "%sScale between", at);
     for (int k = 0; k < 3; k++) {
         ts_options *o = ts_options_new();
         ts_options_set_threads(o, 2);
@@ -581,11 +575,7 @@ static ts_model *train_model(ts_graph *g, ts_tensor *loss, bool fused) {
     return st ? NULL : m;
 }
 
-static ts_status step(ts_model *m) {
-    const char *names[2] = {"x", "labels"};
-    ts_array in[2] = {ts_array_f32(xs, 2, (int64_t[]){BATCH, IN}), ts_array_i32(ys, 1, (int64_t[]){BATCH})};
-    return ts_model_run(m, names, in, 2);
-}
+static ts_status step(ts_model *m) { return run_xy(m, xs, 2, (int64_t[]){BATCH, IN}, ys); }
 
 int main(void) {
     ts_pool *p = NULL;

@@ -151,11 +151,7 @@ static ts_graph *model_graph(bool apart, ts_tensor **loss, ts_tensor **out) {
     return g;
 }
 
-static ts_status run(ts_model *m) {
-    const char *names[2] = {"x", "labels"};
-    ts_array in[2] = {ts_array_f32(xs, 2, (int64_t[]){B, D}), ts_array_i32(ys, 1, (int64_t[]){B})};
-    return ts_model_run(m, names, in, 2);
-}
+static ts_status run(ts_model *m) { return run_xy(m, xs, 2, (int64_t[]){B, D}, ys); }
 
 static ts_model *compiled(ts_graph *g, ts_tensor *loss, ts_tensor *out, bool training, bool observed) {
     static const char *const seen[] = {"silu1", "m1.silu", "gated1", "m1.gated", "gated2", "m2.gated", NULL};

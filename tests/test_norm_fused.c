@@ -279,11 +279,7 @@ static ts_graph *mlp(bool apart, bool rms, ts_tensor **loss, ts_tensor **out) {
     return g;
 }
 
-static ts_status ln_run(ts_model *m) {
-    const char *names[2] = {"x", "labels"};
-    ts_array in[2] = {ts_array_f32(lxs, 2, (int64_t[]){LB, LD}), ts_array_i32(lys, 1, (int64_t[]){LB})};
-    return ts_model_run(m, names, in, 2);
-}
+static ts_status ln_run(ts_model *m) { return run_xy(m, lxs, 2, (int64_t[]){LB, LD}, lys); }
 
 static ts_model *ln_model(ts_graph *g, ts_tensor *loss, ts_tensor *out, bool training, bool observed, bool rms) {
     static const char *const always[] = {"logits", "logits", NULL};

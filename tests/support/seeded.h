@@ -1,7 +1,8 @@
 /* seeded.h -- the fused-path tests' values and their comparison: a
  * buffer filled from a seed (an LCG, values in [-1, 1)) and a seed from a
  * tensor's name (FNV-1a), so that a graph and its twin get the same values
- * by name; an anchored value of two models compared to the bit.
+ * by name; a run on inputs "x" and "labels"; an anchored value of two
+ * models compared to the bit.
  * Header-only. */
 #ifndef TS_TEST_SEEDED_H
 #define TS_TEST_SEEDED_H
@@ -40,6 +41,14 @@ static inline void seeded_params(ts_graph *g, float scale) {
         seeded_fill(v, n, name_seed(name));
         for (int64_t k = 0; k < n; k++) v[k] = strstr(name, "running_var") ? 0.5f + fabsf(v[k]) : scale * v[k];
     }
+}
+
+/* One run of m on its inputs "x" (float32, of ndim dims `shape`) and
+ * "labels" (shape[0] int32s). */
+static inline ts_status run_xy(ts_model *m, float *x, int ndim, const int64_t *shape, int32_t *labels) {
+    const char *names[2] = {"x", "labels"};
+    ts_array in[2] = {ts_array_f32(x, ndim, shape), ts_array_i32(labels, 1, (int64_t[]){shape[0]})};
+    return ts_model_run(m, names, in, 2);
 }
 
 /* Whether the value anchored as `name` (n floats) is the same, to the bit,
