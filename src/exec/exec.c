@@ -321,6 +321,13 @@ static bool bias_act_fusable(const ts_run *run, int k, int u, int64_t mb, const 
     return !overlaps(rc->out, n, ac->in[1], N) && pass_output_ok(run, kc, rc->out, n, prev, ent, 2, false);
 }
 
+/* rc's node, a Relu or an op of the unary family, made the op kc's
+ * output pass does (relu_out, or act and act_out), and counted by kind. */
+static void take_activation(ts_kctx *kc, const ts_kctx *rc, int64_t n_fused[]) {
+    if (rc->node->op == TS_OP_RELU) kc->relu_out = rc->out, n_fused[2]++;
+    else kc->act = rc->node, kc->act_out = rc->out, n_fused[3]++;
+}
+
 /* A residual block's end done in a Conv's output pass, as pass_fusable
  * does a Relu alone: node order[k] a Conv whose row fuses_add_relu (kc its
  * arguments), took[0] the next node, an Add of it and another value of the
@@ -457,21 +464,15 @@ static ts_status forward(ts_run *run, int64_t mb) {
             kc.bias = ac.in[1], kc.bias_out = ac.out;
             if (kc.out != ac.out && product_unread(run, i)) kc.out = ac.out;
             fused = took[0], n_fused[0]++;
-            if (pk == TS_PASS_BIAS_ACT && bias_act_fusable(run, k, took[1], mb, &kc, &ac, &rc)) { /* and the Linear's activation */
-                if (g->t[took[1]]->op == TS_OP_RELU) kc.relu_out = rc.out, n_fused[2]++;
-                else kc.act = rc.node, kc.act_out = rc.out, n_fused[3]++;
-                fused2 = took[1];
-            }
+            if (pk == TS_PASS_BIAS_ACT && bias_act_fusable(run, k, took[1], mb, &kc, &ac, &rc)) /* and the Linear's activation */
+                take_activation(&kc, &rc, n_fused), fused2 = took[1];
         } else if (pk == TS_PASS_ADD_RELU && add_relu_fusable(run, k, took, mb, &kc)) {
             fused = took[0], fused2 = took[1], n_fused[1]++;
-        } else if (pk == TS_PASS_RELU && pass_fusable(run, k, pk, took[0], mb, &kc, &ac)) { /* the kernel writes max(0, x) into relu_out */
-            kc.relu_out = ac.out;
-            if (kc.out != ac.out && product_unread(run, i)) kc.out = ac.out;
-            fused = took[0], n_fused[2]++;
-        } else if (pk == TS_PASS_UNARY && pass_fusable(run, k, pk, took[0], mb, &kc, &ac)) { /* f(x) into act_out, the op's node in act */
-            kc.act = ac.node, kc.act_out = ac.out;
+        } else if ((pk == TS_PASS_RELU || pk == TS_PASS_UNARY) && pass_fusable(run, k, pk, took[0], mb, &kc, &ac)) {
+            take_activation(&kc, &ac, n_fused); /* the kernel writes max(0, x) into relu_out, or f(x) into act_out */
+            /* the producer's value under the op's where nothing else reads it (a Relu's backward reads its own output) */
             if (kc.out != ac.out && product_unread(run, i) && follower_lets_go(run, i, took[0])) kc.out = ac.out;
-            fused = took[0], n_fused[3]++;
+            fused = took[0];
         } else if (run->dev.backend->kernels[t->op].fuses_gate && i != fused && gate < 0 && (gate = gate_fusable(run, k, mb, &kc)) >= 0) {
             gc = kc, n_fused[4]++;
         }
