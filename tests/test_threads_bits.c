@@ -6,7 +6,8 @@
  * job of that size always gets (whichever thread claims it), and
  * thousands of jobs in a row each see all their slices done before
  * ts_pool_for returns (the claim of a late worker never reaches the next
- * job).
+ * job). Items posted to it (ts_pool_post) run once each, a worker taking
+ * one no one drains, jobs and drains coming between them.
  *
  * The kernels split over rows: layer norm forward and backward (its
  * weight and bias gradients summed over the rows),
@@ -25,6 +26,7 @@
  * a hundredth of the learning rate (the difference of a few roundings, not
  * of an algorithm). */
 #include <math.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,6 +77,56 @@ static void pool_cases(void) {
     }
     CHECK(bad == 0, "20000 jobs in a row: every slice of each done once before it returned (%d jobs wrong)", bad);
     ts_pool_free(p);
+}
+
+/* Items (ts_pool_post): each posted item runs once, on an idle worker or
+ * on the caller that drains them, whatever jobs come between; an item
+ * posted and not drained is taken by a worker on its own. */
+enum { ITEMS = 3000 };
+typedef struct item_log {
+    _Atomic int runs[ITEMS];
+    _Atomic int on_worker;
+} item_log;
+
+static void log_item(void *ctx, uint64_t item, int thread) {
+    item_log *l = ctx;
+    if (thread > 0) atomic_fetch_add(&l->on_worker, 1); /* first: a waiter sees the run after it */
+    atomic_fetch_add(&l->runs[item], 1);
+}
+
+static void sum_slice(void *ctx, int64_t b, int64_t e) {
+    int64_t s = 0;
+    for (int64_t i = b; i < e; i++) s += i;
+    atomic_fetch_add((_Atomic int64_t *)ctx, s);
+}
+
+static void item_cases(void) {
+    ts_pool *p = NULL;
+    CHECK_OK(ts_pool_new(&p, 3), "a pool of 3 threads");
+    if (!p) return;
+    item_log *l = calloc(1, sizeof *l);
+    CHECK(ts_pool_posted(p) == 0, "a new pool has posted no item");
+    ts_pool_post(p, log_item, l); /* a worker takes it: wait for that, up to a minute */
+    for (int k = 0; k < 60000000 && atomic_load(&l->runs[0]) == 0; k++)
+        if (k % 64 == 0) sched_yield();
+    CHECK(atomic_load(&l->runs[0]) == 1 && atomic_load(&l->on_worker) == 1, "an item posted and not drained: a worker ran it (runs %d, on a worker %d)",
+          atomic_load(&l->runs[0]), atomic_load(&l->on_worker));
+    ts_pool_drain(p);
+    int bad = 0;
+    for (int round = 0; ts_pool_posted(p) < ITEMS; round++) { /* items posted a few at a time, jobs and drains between */
+        for (int k = 0; k <= round % 5 && ts_pool_posted(p) < ITEMS; k++) ts_pool_post(p, log_item, l);
+        int64_t n = 2 + round % 7;
+        _Atomic int64_t sum = 0;
+        ts_pool_for(p, n, 1, sum_slice, (void *)&sum);
+        bad += atomic_load(&sum) != n * (n - 1) / 2;
+        if (round % 3 == 2) ts_pool_drain(p);
+    }
+    ts_pool_drain(p);
+    int once = 0;
+    for (int i = 0; i < ITEMS; i++) once += atomic_load(&l->runs[i]) == 1;
+    CHECK(once == ITEMS && bad == 0, "%d items posted between %s jobs: each ran once (%d did), every job whole", ITEMS, "ts_pool_for", once);
+    ts_pool_free(p);
+    free(l);
 }
 
 /* ---- the kernels */
@@ -283,6 +335,7 @@ static int compare(const trained *a, const trained *b, bool exact, double rtol, 
 
 int main(void) {
     pool_cases();
+    item_cases();
     kernel_cases();
     trained one = train(1), two = train(2), again = train(2);
     if (one.ok && two.ok && again.ok) {

@@ -442,8 +442,93 @@ static void test_many_small(int threads, int poison, int grads_only) {
     }
 }
 
+/* Deferred summaries (docs/observation.md#summaries): a training
+ * step's small activations summarised by a worker the forward pass leaves
+ * idle, while the pass goes on. With 1 thread nothing is deferred; with 2
+ * and 3 each summary must be bit for bit the 1-thread one, and within
+ * rounding of one pass over its anchored value: the input, a Linear's sum
+ * with its Relu (taken in the sum's pass), a Tanh with a view of it (a
+ * Reshape, whose summary is the Tanh's), the logits. Two micro-batches a
+ * step and two steps a run: the results are the run's last micro-batch's.
+ * The forward waits for every one at its end: the counter
+ * SummariesDeferred counts them (5 a run: the view and the Relu take
+ * their inputs'; none on a device, which summarises where the values
+ * live). */
+static void test_deferred(void) {
+    enum { MB = 5, IN2 = 40, H1 = 24, H2 = 12, CL = 3, N_ACT = 7, ACC = 2, STEPS = 2, RUNS2 = 3 };
+    static const int thread_counts[3] = {1, 2, 3};
+    ts_stats base[N_ACT];
+    enum { SAMPLES = MB * ACC * STEPS };
+    float *xb = malloc(sizeof(float) * SAMPLES * IN2); /* one run's data, the same for each thread count */
+    int32_t yb[SAMPLES];
+    for (int i = 0; i < SAMPLES * IN2; i++) xb[i] = i % 9 == 4 ? 0.0f : rnd();
+    for (int i = 0; i < SAMPLES; i++) yb[i] = i % CL;
+    for (int tc = 0; tc < 3; tc++) {
+        int threads = thread_counts[tc];
+        ts_graph *g = ts_graph_new(11);
+        ts_tensor *t[N_ACT];
+        ts_tensor *x = t[0] = ts_input(g, "x", TS_F32, 2, (int64_t[]){MB, IN2});
+        ts_tensor *y = ts_input(g, "labels", TS_I32, 1, (int64_t[]){MB});
+        ts_tensor *h = t[1] = ts_linear(g, x, H1, "l0");
+        h = t[2] = ts_relu(g, h);
+        h = t[3] = ts_linear(g, h, H2, "l1");
+        h = t[4] = ts_tanh(g, h);
+        h = t[5] = ts_reshape(g, h, 3, (int64_t[]){MB, 3, 4});
+        ts_tensor *logits = t[6] = ts_linear(g, ts_flatten(g, h, 1), CL, "l2");
+        ts_tensor *loss = ts_cross_entropy(g, logits, y);
+        ts_options *o = ts_options_new();
+        ts_options_set_threads(o, threads);
+        ts_options_set_gradient_accumulation(o, ACC);
+        ts_options_set_device_iterations(o, STEPS);
+        for (int k = 0; k < N_ACT; k++) {
+            ts_options_watch(o, ts_tensor_name(t[k]), TS_WATCH_STATS, 1);
+            ts_options_anchor(o, NULL, ts_tensor_name(t[k]), TS_OUTPUT_FINAL, 0);
+        }
+        ts_model *m = NULL;
+        ts_status st = ts_model_training(&m, g, loss, o, ts_sgd(0.05f, 0.0f, 0.0f));
+        if (!st) st = ts_model_compile(m);
+        const char *names[2] = {"x", "labels"};
+        ts_array in[2] = {ts_array_f32(xb, 2, (int64_t[]){SAMPLES, IN2}), ts_array_i32(yb, 1, (int64_t[]){SAMPLES})};
+        int64_t deferred0 = ts_counter_get("SummariesDeferred");
+        for (int r = 0; !st && r < RUNS2; r++) st = ts_model_run(m, names, in, 2);
+        int64_t deferred = ts_counter_get("SummariesDeferred") - deferred0;
+        CHECK_OK(st, "deferred summaries, %d threads: compile and run", threads);
+        const ts_watch_result *res;
+        size_t n = 0;
+        if (!st && ts_model_watch_results(m, &res, &n) == TS_OK) {
+            CHECK(n == N_ACT, "deferred summaries, %d threads: %d results (%zu)", threads, N_ACT, n);
+            for (int k = 0; k < N_ACT; k++) {
+                const char *name = ts_tensor_name(t[k]);
+                const ts_watch_result *w = NULL;
+                for (size_t i = 0; i < n; i++)
+                    if (strcmp(res[i].name, name) == 0) w = &res[i];
+                ts_array a;
+                CHECK(w && w->run == RUNS2 - 1 && ts_model_anchored(m, name, &a) == TS_OK &&
+                          same_summary(w->summary, a.data, ts_array_numel(&a), TS_WATCH_STATS, name),
+                      "deferred summaries, %d threads: %s = one pass over its last value", threads, name);
+                if (!w) continue;
+                if (tc == 0) base[k] = w->summary->stats;
+                else
+                    CHECK(memcmp(&base[k], &w->summary->stats, sizeof base[k]) == 0,
+                          "deferred summaries, %d threads: %s has the bits of the 1-thread summary (mean %.9g against %.9g)", threads, name,
+                          w->summary->stats.mean, base[k].mean);
+            }
+        } else {
+            CHECK(0, "deferred summaries, %d threads: watch results", threads);
+        }
+        const char *dev = getenv("TS_DEVICE"); /* a device (its staged twin too) summarises where the values live */
+        int64_t want = threads > 1 && (!dev || !*dev || strcmp(dev, "cpu") == 0) ? 5 * RUNS2 : 0;
+        CHECK(deferred == want, "deferred summaries, %d threads: %lld deferred (expected %lld)", threads, (long long)deferred, (long long)want);
+        ts_model_free(m);
+        ts_options_free(o);
+        ts_graph_free(g);
+    }
+    free(xb);
+}
+
 int main(void) {
     test_tiny();
+    test_deferred();
     test_relu_pair(37, 1, 0, 0);
     test_relu_pair(9001, 2, 0, 0);
     test_relu_pair(30011, 3, 1, 0);

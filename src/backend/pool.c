@@ -22,7 +22,13 @@
  * thread blocks; a longer spin (20 us) kept the core from OpenBLAS's own
  * threads (ResNet-18 at batch 8 slower). The job itself is always read
  * under the mutex; the atomics say which slices are claimed and done, and
- * when to stop yielding. */
+ * when to stop yielding.
+ *
+ * Items (ts_pool_post) fill a worker's time between jobs: a worker takes
+ * the next posted item (a compare-and-swap on the count taken) whenever
+ * no job is waiting for it, and the caller takes the rest itself when it
+ * drains them. The counts only grow, so a worker's stale view can never
+ * take an item twice or one not yet posted. */
 #include "backend/pool.h"
 #include "core/trace.h"
 
@@ -64,6 +70,10 @@ struct ts_pool {
     void *ctx;
     int64_t n_items;
     int slices;
+    /* items: posted, taken and done so far; what runs them */
+    _Atomic uint64_t posted, taken, items_done;
+    _Atomic(ts_pool_item_fn) item_fn;
+    _Atomic(void *) item_ctx;
 };
 
 struct worker_arg {
@@ -71,14 +81,23 @@ struct worker_arg {
     int index;
 };
 
+static bool items_waiting(ts_pool *p) {
+    return atomic_load_explicit(&p->taken, memory_order_relaxed) < atomic_load_explicit(&p->posted, memory_order_relaxed);
+}
+
+/* A worker's wait is over: the job after generation `seen` is given out,
+ * or an item is posted. */
+static bool worker_woken(ts_pool *p, uint64_t seen) {
+    return atomic_load_explicit(&p->generation, memory_order_relaxed) != seen || items_waiting(p);
+}
+
 /* Spins for at most SPIN_NS until the job after generation `seen` is
- * given out (slices 0: a worker's wait) or `slices` slices of the current
- * job are done (the caller's). */
+ * given out or an item posted (slices 0: a worker's wait) or `slices`
+ * slices of the current job are done (the caller's). */
 static void spin(ts_pool *p, uint64_t seen, int slices) {
     uint64_t t0 = ts_now_ns();
     for (unsigned k = 1;; k++) {
-        if (slices ? atomic_load_explicit(&p->finished, memory_order_acquire) >= slices
-                   : atomic_load_explicit(&p->generation, memory_order_relaxed) != seen)
+        if (slices ? atomic_load_explicit(&p->finished, memory_order_acquire) >= slices : worker_woken(p, seen))
             return;
         if (k % 16 == 0 && ts_now_ns() - t0 >= SPIN_NS) return;
         cpu_relax();
@@ -119,6 +138,19 @@ static void run_slice(ts_pool *p, ts_pool_fn fn, void *ctx, int64_t n, int slice
     }
 }
 
+/* Takes the next posted item and runs it on `thread`; false when none is
+ * left. */
+static bool run_item(ts_pool *p, int thread) {
+    uint64_t t = atomic_load_explicit(&p->taken, memory_order_relaxed);
+    do {
+        if (t >= atomic_load_explicit(&p->posted, memory_order_acquire)) return false;
+    } while (!atomic_compare_exchange_weak(&p->taken, &t, t + 1));
+    ts_pool_item_fn fn = atomic_load_explicit(&p->item_fn, memory_order_relaxed);
+    fn(atomic_load_explicit(&p->item_ctx, memory_order_relaxed), t, thread);
+    atomic_fetch_add_explicit(&p->items_done, 1, memory_order_release);
+    return true;
+}
+
 static void *worker_main(void *arg) {
     const worker_arg *w = arg; /* the pool's own: a worker frees nothing, so a later ts_set_allocator never meets it */
     ts_pool *p = w->p;
@@ -127,11 +159,14 @@ static void *worker_main(void *arg) {
     pthread_mutex_lock(&p->mu);
     for (;;) {
         pthread_mutex_unlock(&p->mu);
+        while (atomic_load_explicit(&p->generation, memory_order_relaxed) == seen && run_item(p, w->index)) {
+        }
         spin(p, seen, 0);
-        for (int y = 0; y < YIELDS && atomic_load_explicit(&p->generation, memory_order_relaxed) == seen; y++) sched_yield();
+        for (int y = 0; y < YIELDS && !worker_woken(p, seen); y++) sched_yield();
         pthread_mutex_lock(&p->mu);
-        while (!p->stop && p->generation == seen) pthread_cond_wait(&p->go, &p->mu);
+        while (!p->stop && p->generation == seen && !items_waiting(p)) pthread_cond_wait(&p->go, &p->mu);
         if (p->stop) break;
+        if (p->generation == seen) continue; /* an item: taken at the top */
         seen = p->generation;
         ts_pool_fn fn = p->fn;
         void *ctx = p->ctx;
@@ -219,4 +254,24 @@ void ts_pool_for(ts_pool *p, int64_t n, int64_t grain, ts_pool_fn fn, void *ctx)
     pthread_mutex_lock(&p->mu);
     while (atomic_load(&p->finished) < slices) pthread_cond_wait(&p->done, &p->mu);
     pthread_mutex_unlock(&p->mu);
+}
+
+uint64_t ts_pool_posted(const ts_pool *p) { return atomic_load_explicit(&p->posted, memory_order_relaxed); }
+
+void ts_pool_post(ts_pool *p, ts_pool_item_fn fn, void *ctx) {
+    atomic_store_explicit(&p->item_fn, fn, memory_order_relaxed);
+    atomic_store_explicit(&p->item_ctx, ctx, memory_order_relaxed);
+    atomic_fetch_add_explicit(&p->posted, 1, memory_order_release);
+    pthread_mutex_lock(&p->mu); /* a worker asleep on `go` */
+    pthread_cond_broadcast(&p->go);
+    pthread_mutex_unlock(&p->mu);
+}
+
+void ts_pool_drain(ts_pool *p) {
+    while (run_item(p, 0)) {
+    }
+    uint64_t posted = atomic_load_explicit(&p->posted, memory_order_relaxed);
+    for (unsigned k = 1; atomic_load_explicit(&p->items_done, memory_order_acquire) < posted; k++)
+        if (k % 64 == 0) sched_yield(); /* a worker runs the last ones: a few microseconds */
+        else cpu_relax();
 }

@@ -22,4 +22,19 @@ int ts_pool_threads(const ts_pool *p);
  * `grain` per thread) and waits for all of them. p may be NULL. */
 void ts_pool_for(ts_pool *p, int64_t n, int64_t grain, ts_pool_fn fn, void *ctx);
 
+/* Items: work the caller hands to the workers and goes on without waiting
+ * for (the observers' summaries of a forward pass's activations). Items
+ * are numbered from 0 over the pool's life; fn(ctx, item, thread) runs
+ * each once, on a worker between two jobs of ts_pool_for (thread 1..n-1;
+ * a job comes first), or on the caller in ts_pool_drain (thread 0).
+ * ts_pool_posted is the next item's number (what the caller prepares for
+ * it, it writes before posting); ts_pool_post makes it ready. p has
+ * workers; the thread that calls ts_pool_for posts and drains. */
+typedef void (*ts_pool_item_fn)(void *ctx, uint64_t item, int thread);
+uint64_t ts_pool_posted(const ts_pool *p);
+void ts_pool_post(ts_pool *p, ts_pool_item_fn fn, void *ctx);
+/* Runs the posted items no worker has taken, then waits for the ones a
+ * worker is running: every posted item is done on return. */
+void ts_pool_drain(ts_pool *p);
+
 #endif

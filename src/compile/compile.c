@@ -68,6 +68,8 @@ void ts_prog_free(ts_prog *p) {
     ts_free(p->watch_what);
     ts_free(p->watch_period);
     ts_free(p->parts);
+    ts_free(p->defer_ring);
+    ts_free(p->defer_parts);
     ts_stab_free(p->stab);
     for (int i = 0; i < TS_RECORDINGS; i++) /* before the memory the recordings name, page-locked host memory too */
         if (p->recs[i].rec) p->backend->recording_free(p->recs[i].rec);
@@ -200,6 +202,7 @@ static ts_status add_entry(ts_prog *p, size_t *cap, ts_entry_kind kind, const ts
     e->relu_out = -1;
     e->stab = -1;
     e->same_values = -1;
+    e->deferred_run = -1;
     p->n_entries++;
     return TS_OK;
 }
@@ -714,6 +717,7 @@ static void plan_intervals(mem_plan *mp) {
             if (p->needs_grad[t->id] && ts_op_get(t->op)->needs_output) end = end > BWD(t->id) ? end : BWD(t->id);
             int64_t pass_end = m->training ? 2 * L - 1 : L - 1; /* the first update's flush comes after the backward */
             if (kept_to_pass_end(m, en, bytes, &mp->kept_bytes) && end < pass_end) end = pass_end;
+            if (en->deferrable && end < L - 1) end = L - 1; /* its summary may be taken up to the forward's end */
             int64_t r = ts_op_get(t->op)->view ? root[t->in[0]] : -1;
             if (r >= 0) { /* a view of an activation: the owner's buffer lives as long as the view too */
                 root[t->id] = r;
@@ -1224,6 +1228,39 @@ static bool user_watched(const ts_model_def *m, const ts_entry *en) {
     return false;
 }
 
+/* The summaries a training step's forward pass may hand to an idle
+ * worker instead of taking them on its way (observe.c's deferral): a
+ * value the forward makes (an activation, an input or a view of one), f32,
+ * with plain stats alone, one thread's pass (TS_SUMMARY_SPLIT_MIN), not
+ * another's summary (same_values), a Relu's taken in its input's pass, a
+ * stability signal or the optimizer step's. On the host with workers, one
+ * pipeline stage. The plan keeps the activations among them to the
+ * forward's end (up to TS_DEFER_KEEP bytes), so nothing the forward writes
+ * later lands on them; their ring and the threads' partials are allocated
+ * here. True: out of memory. */
+static bool mark_deferrable(const ts_model_def *m, ts_prog *p) {
+    if (!m->training || !m->dev.backend->host_addressable || m->threads < 2 || ts_opts_stages(m->opts) != 1) return false;
+    size_t kept = 0;
+    int n = 0;
+    for (int e = 0; e < p->n_entries; e++) {
+        ts_entry *en = &p->entries[e];
+        ts_op op = m->g->t[en->node]->op;
+        size_t bytes = (size_t)en->numel * sizeof(float);
+        if (en->watch < 0 || en->kind != TS_KIND_VALUE || en->watch_in_step || en->relu_derived || en->stab >= 0 || en->same_values >= 0 ||
+            en->dtype != TS_F32 || p->watch_what[en->watch] != TS_WATCH_STATS || en->numel >= TS_SUMMARY_SPLIT_MIN || ts_op_holds_value(op))
+            continue;
+        bool planned = op != TS_OP_INPUT && !en->view; /* an input's memory is the caller's for the whole run */
+        if (planned && kept + bytes > TS_DEFER_KEEP) continue;
+        kept += planned ? bytes : 0;
+        en->deferrable = true;
+        n++;
+    }
+    if (!n) return false;
+    p->defer_ring = ts_calloc(2 * TS_DEFER_RING, sizeof *p->defer_ring);
+    p->defer_parts = ts_calloc(2 * (size_t)m->threads, sizeof *p->defer_parts);
+    return !p->defer_ring || !p->defer_parts;
+}
+
 static ts_status resolve_watches(const ts_model_def *m, ts_prog *p) {
     if (m->opts->n_watches == 0 && m->opts->n_stability == 0) return TS_OK;
     for (size_t k = 0; k < m->opts->n_watches; k++) { /* a name but for a module prefix: the model's name */
@@ -1306,7 +1343,7 @@ static ts_status resolve_watches(const ts_model_def *m, ts_prog *p) {
     /* per-thread partial summaries, allocated here: none in the step loop */
     p->n_slots = m->threads < TS_MAX_SLOTS ? m->threads : TS_MAX_SLOTS;
     if (!(p->parts = ts_calloc((size_t)p->n_slots * TS_STEP_WATCHES, sizeof(ts_stats_partial)))) return TS_ERR_OUT_OF_MEMORY;
-    return TS_OK;
+    return mark_deferrable(m, p) ? TS_ERR_OUT_OF_MEMORY : TS_OK;
 }
 
 static ts_status add_link(ts_entry *en, ts_outfeed *q, const char *key) {

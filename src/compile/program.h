@@ -10,6 +10,14 @@
 #include "graph/optim.h"
 #include "graph/options.h"
 
+/* Below this many values a tensor's summary is one thread's pass (more
+ * are split over the pool, observe.c), and may be deferred to an idle
+ * worker (ts_entry.deferrable). */
+#define TS_SUMMARY_SPLIT_MIN (1 << 16)
+/* Deferred summaries posted before a forward pass waits for them. */
+#define TS_DEFER_RING 64
+/* Activations' bytes the plan keeps to the forward's end for deferred summaries. */
+#define TS_DEFER_KEEP ((size_t)16 << 20)
 /* The observers' partial summaries a program holds (p->parts). */
 #define TS_STEP_WATCHES 8 /* Gradient___, Accum___, UpdatedVar___, two optimizer states; the update's stability summaries (w, dw, u) */
 #define TS_MAX_SLOTS 4    /* threads one summary is split over, at most */
@@ -69,6 +77,9 @@ typedef struct ts_entry {
     bool check;          /* numeric check after it is produced */
     bool checked;        /* a gradient scanned clean after the last backward kernel that wrote it (ts_check_backward): its observation need not scan it again */
     bool on_host;        /* data is host memory on every device (an optimizer's step count) */
+    bool deferrable;     /* its summary may be taken by an idle worker later in the forward pass (observe.c's deferral;
+                          * the plan keeps it to the forward's end) */
+    int64_t deferred_run; /* the run whose summary of it (or, a Relu, its input's pass) a worker took: not taken again */
     ts_dtype grid;       /* the 16-bit float its values are rounded to (graph.h's grid), else TS_F32 */
     ts_half_loss lost;   /* what that rounding lost the last time it ran (a micro-batch) */
 } ts_entry;
@@ -252,6 +263,16 @@ typedef struct ts_prog {
     struct ts_stab *stab;           /* stability signals (compile/stability.h), NULL: none */
     struct ts_stats_partial *parts; /* n_slots * TS_STEP_WATCHES partial summaries */
     int n_slots;                    /* threads a summary is split over */
+    /* deferred summaries (observe.c): a ring of TS_DEFER_RING (entry, its
+     * Relu's or -1) by the pool's item number, posted to its idle workers
+     * during a forward pass, the run and step they are the results of,
+     * how many wait (posted since the last drain), two partials for each
+     * pool thread; `deferring` while a forward pass may post */
+    int *defer_ring;
+    int64_t defer_runs, defer_steps;
+    int n_pending;
+    struct ts_stats_partial *defer_parts;
+    bool deferring;
     /* arenas by lifetime class */
     float *arena_activations; size_t bytes_activations;
     float *arena_grads;       size_t bytes_grads;

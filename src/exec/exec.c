@@ -437,7 +437,18 @@ static int gate_fusable(const ts_run *run, int k, int64_t mb, ts_kctx *sc) {
 
 static ts_status check_computed_indices(const ts_run *run, const ts_kctx *k);
 
+static ts_status forward_ops(ts_run *run, int64_t mb);
+
+/* The forward pass of micro-batch mb; the summaries it deferred are done
+ * when it returns, failed or not. */
 static ts_status forward(ts_run *run, int64_t mb) {
+    ts_observe_forward_begin(run);
+    ts_status st = forward_ops(run, mb);
+    ts_observe_forward_end(run);
+    return st;
+}
+
+static ts_status forward_ops(ts_run *run, int64_t mb) {
     ts_prog *p = run->prog;
     ts_graph *g = run->g;
     bool tr = ts_trace_live();

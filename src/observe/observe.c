@@ -49,7 +49,7 @@ static void capture_anchor(ts_run *run, const ts_anchor *a, const ts_entry *e, c
  * machine, but tens when the worker has yielded its core to another
  * process (25k activations of the MLP at batch 32: 8 us on one thread,
  * 57 us split, on average on a loaded 2-core machine). */
-#define SPLIT_MIN (1 << 16)
+#define SPLIT_MIN TS_SUMMARY_SPLIT_MIN
 /* The optimizer step summarises the gradient and the updated parameter
  * from registers as it updates them (ts_opt_update_summarised): the
  * summaries' arithmetic hides under the update's memory traffic. At batch
@@ -78,6 +78,7 @@ typedef struct walk_job {
     int n_read, n;             /* entries [0, n_read) are read by the update, the rest written */
     int64_t numel;
     int slots;
+    ts_stats_partial *parts;    /* slot s of summary k: parts[s * TS_STEP_WATCHES + k] (p->parts, a deferred one's its thread's) */
     const ts_step_update *step; /* NULL: summaries only */
     bool fused;                 /* the step summarises the gradient and the parameter as it updates */
     bool relu;                  /* summaries only: entry 1 is the Relu of entry 0, summarised from entry 0's values */
@@ -88,7 +89,7 @@ static void walk_slots(void *ctx, int64_t s0, int64_t s1) {
     const walk_job *j = ctx;
     for (int64_t s = s0; s < s1; s++) {
         int64_t b = j->numel * s / j->slots, e = j->numel * (s + 1) / j->slots;
-        ts_stats_partial *parts = &j->p->parts[s * TS_STEP_WATCHES];
+        ts_stats_partial *parts = &j->parts[s * TS_STEP_WATCHES];
         if (j->relu) {
             ts_stats_partial_add_relu(&parts[0], &parts[1], j->entries[0]->data + b, e - b);
             continue;
@@ -134,10 +135,23 @@ static bool entries_fusable(const walk_job *j) {
 
 static bool step_fusable(const walk_job *j) { return j->step->summarised && entries_fusable(j); }
 
+/* Each entry's summary, from its partial, as the result of run `runs` at
+ * step `steps`. */
+static void publish(const walk_job *j, int64_t runs, int64_t steps) {
+    ts_prog *p = j->p;
+    for (int k = 0; k < j->n; k++) {
+        int w = j->entries[k]->watch;
+        ts_stats_finish(&j->parts[j->part[k]], &p->summaries[w]);
+        p->watch_results[w].run = runs;
+        p->watch_results[w].step = steps;
+    }
+}
+
 /* Runs the walk and publishes each entry's summary as this run's result. */
 static void walk(ts_run *run, walk_job *j) {
     ts_prog *p = run->prog;
     j->slots = j->numel >= SPLIT_MIN ? p->n_slots : 1;
+    j->parts = p->parts;
     for (int s = 0; s < j->slots; s++) {
         for (int k = 0; k < j->n; k++) ts_stats_partial_init(&p->parts[s * TS_STEP_WATCHES + k], p->watch_what[j->entries[k]->watch]);
         if (j->sq) memset(j->sq[s], 0, sizeof j->sq[s]);
@@ -148,12 +162,7 @@ static void walk(ts_run *run, walk_job *j) {
             for (int s = 1; s < j->slots; s++) ts_stats_merge(&p->parts[k], &p->parts[s * TS_STEP_WATCHES + k]);
     for (int s = 1; j->sq && s < j->slots; s++)
         for (int k = 0; k < 4; k++) j->sq[0][k] += j->sq[s][k];
-    for (int k = 0; k < j->n; k++) {
-        int w = j->entries[k]->watch;
-        ts_stats_finish(&p->parts[j->part[k]], &p->summaries[w]);
-        p->watch_results[w].run = run->runs;
-        p->watch_results[w].step = run->steps;
-    }
+    publish(j, run->runs, run->steps);
 }
 
 /* With a watched Relu of e due now (relu_out), both in one pass over e. */
@@ -167,7 +176,8 @@ static void note_stored(const ts_run *run, const ts_entry *e, ts_summary *s) {
     s->stored_overflow = counted ? (double)e->lost.overflow / (double)e->numel : NAN;
 }
 
-static void summarize(ts_run *run, const ts_entry *e, int64_t sample) {
+/* e's summary, and its watched Relu's where that one is due now. */
+static walk_job summary_job(ts_run *run, const ts_entry *e, int64_t sample) {
     walk_job j = {.p = run->prog, .entries = {e}, .part = {0, 1}, .n_read = 1, .n = 1, .numel = e->numel};
     const ts_entry *y = e->relu_out >= 0 ? &run->prog->entries[e->relu_out] : NULL;
     if (y && watch_due(run, y, sample) && ts_in_stage(run, y->node)) {
@@ -175,8 +185,76 @@ static void summarize(ts_run *run, const ts_entry *e, int64_t sample) {
         j.n = j.n_read = 2;
         j.relu = true;
     }
+    return j;
+}
+
+static void summarize(ts_run *run, const ts_entry *e, int64_t sample) {
+    walk_job j = summary_job(run, e, sample);
     walk(run, &j);
     for (int k = 0; k < j.n; k++) note_stored(run, j.entries[k], &run->prog->summaries[j.entries[k]->watch]);
+}
+
+/* ---- deferred summaries: a forward pass's small activations summarised
+ * by a worker the pass leaves idle (between its jobs: the steps of a small
+ * model that one thread runs), while the pass goes on. The plan keeps each
+ * one's memory to the forward's end (compile.c's mark_deferrable), and the
+ * pass waits for them there (ts_observe_forward_end), so every result is
+ * there when the run ends and nothing reads a summary a worker is still
+ * making. The same one-thread pass as summarize's: the same bits. */
+
+/* Item k of the ring on pool thread `thread`, into that thread's partials. */
+static void deferred_item(void *ctx, uint64_t item, int thread) {
+    ts_run *run = ctx;
+    ts_prog *p = run->prog;
+    const int *d = &p->defer_ring[2 * (item % TS_DEFER_RING)];
+    const ts_entry *e = &p->entries[d[0]];
+    walk_job j = {.p = p, .entries = {e}, .part = {0, 1}, .n_read = 1, .n = 1, .numel = e->numel, .slots = 1,
+                  .parts = &p->defer_parts[2 * thread]};
+    if (d[1] >= 0) {
+        j.entries[1] = &p->entries[d[1]];
+        j.n = j.n_read = 2;
+        j.relu = true;
+    }
+    for (int k = 0; k < j.n; k++) ts_stats_partial_init(&j.parts[k], TS_WATCH_STATS);
+    walk_slots(&j, 0, 1);
+    publish(&j, p->defer_runs, p->defer_steps);
+    for (int k = 0; k < j.n; k++) note_stored(run, j.entries[k], &p->summaries[j.entries[k]->watch]);
+}
+
+/* e's summary (and its Relu's) posted to the pool; false where it is taken now instead. */
+static bool defer_summary(ts_run *run, ts_entry *e, int64_t sample) {
+    ts_prog *p = run->prog;
+    if (!p->deferring || !e->deferrable) return false;
+    if (p->n_pending == TS_DEFER_RING) ts_observe_drain(run); /* the ring's slots are the ones waiting */
+    walk_job j = summary_job(run, e, sample);
+    int *d = &p->defer_ring[2 * (ts_pool_posted(run->pool) % TS_DEFER_RING)];
+    d[0] = (int)(e - p->entries);
+    d[1] = j.n == 2 ? (int)(j.entries[1] - p->entries) : -1;
+    e->deferred_run = run->runs;
+    if (d[1] >= 0) p->entries[d[1]].deferred_run = run->runs;
+    p->n_pending++;
+    ts_pool_post(run->pool, deferred_item, run);
+    return true;
+}
+
+void ts_observe_drain(ts_run *run) {
+    ts_prog *p = run->prog;
+    if (!p->n_pending) return;
+    ts_pool_drain(run->pool);
+    ts_counter_add("SummariesDeferred", p->n_pending);
+    p->n_pending = 0;
+}
+
+void ts_observe_forward_begin(ts_run *run) {
+    ts_prog *p = run->prog;
+    p->deferring = p->defer_ring && !run->rerun && ts_pool_threads(run->pool) > 1;
+    p->defer_runs = run->runs;
+    p->defer_steps = run->steps;
+}
+
+void ts_observe_forward_end(ts_run *run) {
+    ts_observe_drain(run);
+    run->prog->deferring = false;
 }
 
 /* An entry whose values are another's (same_values: a reshape or a
@@ -187,6 +265,7 @@ static bool reuse_same_summary(ts_run *run, const ts_entry *e) {
     ts_prog *p = run->prog;
     if (e->same_values < 0) return false;
     const ts_entry *in = &p->entries[e->same_values];
+    if (in->deferred_run == run->runs) ts_observe_drain(run); /* its summary may be a worker's still */
     int w = e->watch, wi = in->watch;
     if (wi < 0 || p->watch_what[wi] != p->watch_what[w] || p->watch_results[wi].run != run->runs || in->numel != e->numel) return false;
     ts_summary_copy(&p->summaries[w], &p->summaries[wi]);
@@ -696,8 +775,10 @@ ts_status ts_observe(ts_run *run, int entry, int64_t sample) {
         p->anchor_bytes += (uint64_t)e->n_anchors * (uint64_t)ts_entry_cells(e) * sizeof(float);
         p->anchor_copies += (uint64_t)e->n_anchors;
     }
-    bool derived = e->relu_derived && p->watch_results[e->watch].run == run->runs; /* taken in its input's pass (summarize) */
-    if (!e->watch_in_step && !derived && watch_due(run, e, sample) && !reuse_same_summary(run, e)) summarize(run, e, sample);
+    /* taken in its input's pass (summarize), or posted with it (deferred_item) */
+    bool derived = e->relu_derived && (e->deferred_run == run->runs || p->watch_results[e->watch].run == run->runs);
+    if (!e->watch_in_step && !derived && watch_due(run, e, sample) && !reuse_same_summary(run, e) && !defer_summary(run, e, sample))
+        summarize(run, e, sample);
     if (e->stab >= 0 && ts_stab_due(run->prog, run->runs, e, sample)) ts_stab_observe(run->prog, run->runs, run->steps, e); /* stability signals' scores or logits */
     bool fed = p->dev_outfeed && !e->on_host; /* a device's: captured there (ts_observe_device), pushed after the run */
     return fed ? TS_OK : push_outfeeds(run, entry, sample, e->data);

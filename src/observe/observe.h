@@ -10,6 +10,13 @@
 
 /* observe.c: the executor's one hook */
 ts_status ts_observe(ts_run *run, int entry, int64_t sample);
+/* Around a forward pass: between the two, the summaries of its small
+ * activations (ts_entry.deferrable) may be posted to the pool's idle
+ * workers; at the end the pass waits for every one of them. Drain waits
+ * for those posted so far (before anything reads what they write). */
+void ts_observe_forward_begin(ts_run *run);
+void ts_observe_forward_end(ts_run *run);
+void ts_observe_drain(ts_run *run);
 /* chain.c: the hook the executor calls as a tensor it makes outside a
  * kernel's call is final (entry's `observed` set): ts_observe, through a
  * host copy where the host cannot read it, timed on the timeline */
