@@ -35,6 +35,14 @@
  *             loses its core for a while); both sides pay that, and what
  *             differs is the sampling.
  *
+ * The two sides are two models (but crash and memwatch: one), built in
+ * TS_BENCH_SETS pairs (default 4): where a model's arrays fall in memory
+ * moves its step by a few percent, and the model built second ran faster
+ * (the MLP at batch 32 watching one tensor of 320 values, one pair: -0.5
+ * to -1.9% over 6 processes; four pairs, each built in the other order
+ * from the last: -0.1 to +0.4%). Pairs 2j and 2j + 1 time set j % sets,
+ * one each way round, so the median spans every placement of each side.
+ *
  * Both sides live in one process and are timed in interleaved pairs (REPS,
  * default 7, each STEPS steps of one side then of the other after WARMUP
  * steps per side; the side that goes first alternates) so that load from
@@ -47,7 +55,7 @@
  * each side's median pair, best_ms and worst_ms its spread.
  *
  * Prints one line per side, then the overhead:
- * `ts-plain role=base batch=B threads=T steps=N reps=R ms_per_step=.. best_ms=.. worst_ms=.. samples_per_s=.. gflops=..`
+ * `ts-plain role=base batch=B threads=T steps=N reps=R sets=S ms_per_step=.. best_ms=.. worst_ms=.. samples_per_s=.. gflops=..`
  * `ts-watch role=cand ...`
  * (memwatch: `ts-nowatch`, `ts-memwatch`)
  * `overhead pct=.. best_pct=.. min_pct=.. max_pct=.. q1_pct=.. q3_pct=.. ci_lo_pct=.. ci_hi_pct=..`
@@ -64,7 +72,7 @@
 #include "bench_common.h"
 #include "tensorscope.h"
 
-enum { POOL = 8, MAX_REPS = 1024 };
+enum { POOL = 8, MAX_REPS = 1024, MAX_SETS = 8, SETS = 4 };
 
 typedef enum mode { MODE_WATCH, MODE_NUMERICS, MODE_CRASH, MODE_TRACE, MODE_MEMWATCH, MODE_STABILITY } mode;
 enum { MEMWATCH_MS = 10 };
@@ -115,7 +123,6 @@ typedef struct side {
     ts_graph *g;
     ts_options *o;
     ts_model *m;
-    double secs[MAX_REPS];
 } side;
 
 typedef struct data {
@@ -275,19 +282,35 @@ static void thread_stop(int k)
     close(g_pipe[0]);
 }
 
+/* TS_BENCH_SETS: the model pairs (1..MAX_SETS, default SETS); 0 with a
+ * message when it is not one of those. */
+static long env_sets(void)
+{
+    const char *v = getenv("TS_BENCH_SETS");
+    if (!v || !*v)
+        return SETS;
+    char *end;
+    long n = strtol(v, &end, 10);
+    if (*end || n < 1 || n > MAX_SETS) {
+        fprintf(stderr, "bench_observe: TS_BENCH_SETS: a number of model pairs from 1 to %d\n", MAX_SETS);
+        return 0;
+    }
+    return n;
+}
+
 /* One side's line (median, best and worst repetition); *best = its best
  * seconds per step. */
-static void report(const char *impl, const char *role, const side *s, const data *d, long threads,
-                   long steps, long reps, double *best)
+static void report(const char *impl, const char *role, const double *secs, const ts_model *m, const data *d, long threads,
+                   long steps, long reps, long sets, double *best)
 {
     double v[MAX_REPS];
-    memcpy(v, s->secs, sizeof(double) * (size_t)reps);
+    memcpy(v, secs, sizeof(double) * (size_t)reps);
     double med = median(v, reps) / (double)steps;
     *best = v[0] / (double)steps;
-    printf("%s role=%s batch=%ld threads=%ld steps=%ld reps=%ld ms_per_step=%.4f best_ms=%.4f "
+    printf("%s role=%s batch=%ld threads=%ld steps=%ld reps=%ld sets=%ld ms_per_step=%.4f best_ms=%.4f "
            "worst_ms=%.4f samples_per_s=%.1f gflops=%.3f\n",
-           impl, role, d->batch, threads, steps, reps, med * 1e3, *best * 1e3,
-           v[reps - 1] / (double)steps * 1e3, (double)d->batch / med, ts_model_flops_per_microbatch(s->m) / med * 1e-9);
+           impl, role, d->batch, threads, steps, reps, sets, med * 1e3, *best * 1e3,
+           v[reps - 1] / (double)steps * 1e3, (double)d->batch / med, ts_model_flops_per_microbatch(m) / med * 1e-9);
 }
 
 int main(int argc, char **argv)
@@ -328,47 +351,60 @@ int main(int argc, char **argv)
     if (!bench_data_pool(batch, POOL, &d.x, &d.y))
         return fail("out of memory");
 
-    /* crash and memwatch: one model, the handlers or the thread change; else two models */
-    side sd[2];
-    if (side_new(&sd[0], &d, threads, md, 0))
-        return fail("plain model");
-    if (one_model) {
-        sd[1] = sd[0];
-        if (md == MODE_CRASH && handlers_prepare())
-            return 1;
-    } else if (side_new(&sd[1], &d, threads, md, 1)) {
-        return fail("observed model");
+    /* crash and memwatch: one model, the handlers or the thread change; else
+     * two models, in `sets` pairs built one after the other (see the top) */
+    long sets = one_model ? 1 : env_sets();
+    if (sets < 1)
+        return 2;
+    side sd[MAX_SETS][2];
+    for (long j = 0; j < sets; j++) {
+        if (one_model) {
+            if (side_new(&sd[j][0], &d, threads, md, 0))
+                return fail("plain model");
+            sd[j][1] = sd[j][0];
+            if (md == MODE_CRASH && handlers_prepare())
+                return 1;
+            continue;
+        }
+        for (int i = 0; i < 2; i++) { /* the side built first alternates too (the one built second ran 1% faster) */
+            int k = (int)((j + i) % 2);
+            if (side_new(&sd[j][k], &d, threads, md, k))
+                return fail(k ? "observed model" : "plain model");
+        }
     }
 
-    for (int k = 0; k < 2; k++) {
-        if (md == MODE_CRASH)
-            handlers_use(k);
-        if (md == MODE_MEMWATCH && thread_started(k))
-            return fail("memory watcher");
-        if (train(sd[k].m, &d, 0, warmup) < 0)
-            return fail("warmup run");
-        if (md == MODE_MEMWATCH)
-            thread_stop(k);
-    }
+    for (long j = 0; j < sets; j++)
+        for (int k = 0; k < 2; k++) {
+            if (md == MODE_CRASH)
+                handlers_use(k);
+            if (md == MODE_MEMWATCH && thread_started(k))
+                return fail("memory watcher");
+            if (train(sd[j][k].m, &d, 0, warmup) < 0)
+                return fail("warmup run");
+            if (md == MODE_MEMWATCH)
+                thread_stop(k);
+        }
+    double secs_of[2][MAX_REPS];
     for (long r = 0; r < reps; r++)
         for (int i = 0; i < 2; i++) {
             int k = (int)((r + i) % 2); /* alternate which side goes first */
+            side *sk = &sd[(r / 2) % sets][k]; /* each set in both orders */
             if (md == MODE_CRASH)
                 handlers_use(k);
             if (md == MODE_MEMWATCH && thread_started(k))
                 return fail("memory watcher");
             if (md == MODE_MEMWATCH) /* both sides come out of the same sleep (the cand waited for its first sample) */
                 nanosleep(&(struct timespec){0, 2000000}, NULL);
-            double secs = train(sd[k].m, &d, warmup + r * steps, steps);
+            double secs = train(sk->m, &d, warmup + r * steps, steps);
             if (md == MODE_MEMWATCH)
                 thread_stop(k);
             if (secs < 0)
                 return fail("run");
-            if (md == MODE_WATCH && k == 1 && !watches_ok(sd[1].m))
+            if (md == MODE_WATCH && k == 1 && !watches_ok(sk->m))
                 return 1;
-            if (md == MODE_STABILITY && k == 1 && !stability_ok(sd[1].m))
+            if (md == MODE_STABILITY && k == 1 && !stability_ok(sk->m))
                 return 1;
-            sd[k].secs[r] = secs;
+            secs_of[k][r] = secs;
         }
 
     static const char *const impl[][2] = {{"ts-plain", "ts-watch"},
@@ -379,16 +415,18 @@ int main(int argc, char **argv)
                                           {"ts-plain", "ts-stability"}};
     double best[2], ratio[MAX_REPS];
     for (int k = 0; k < 2; k++)
-        report(impl[md][k], k ? "cand" : "base", &sd[k], &d, threads, steps, reps, &best[k]);
+        report(impl[md][k], k ? "cand" : "base", secs_of[k], sd[0][k].m, &d, threads, steps, reps, sets, &best[k]);
     for (long r = 0; r < reps; r++)
-        ratio[r] = sd[1].secs[r] / sd[0].secs[r];
+        ratio[r] = secs_of[1][r] / secs_of[0][r];
     overhead_report(ratio, reps, best[0], best[1]);
 
     if (md == MODE_CRASH)
         handlers_use(0);
-    else if (!one_model)
-        side_free(&sd[1]);
-    side_free(&sd[0]);
+    for (long j = 0; j < sets; j++) {
+        if (!one_model)
+            side_free(&sd[j][1]);
+        side_free(&sd[j][0]);
+    }
     if (md == MODE_TRACE)
         remove(trace_path);
     free(d.x);
