@@ -113,17 +113,20 @@ static inline int64_t ts_vz_total(ts_vzcount z) {
 #endif
 
 /* One tensor's sums, lane by lane, while a kernel computes it: d = x - c
- * and d^2 summed in float over a run of at most TS_VACC_RUN vectors, then
- * in double; min and max of x; the zeros (ts_vzcount).
+ * and d^2 summed in float over a run of at most TS_VACC_RUN vectors
+ * (TS_VACC_RUN_FMA with ts_vacc_add2_fma), then in double; min and max of
+ * x; the zeros (ts_vzcount).
  * Vectors come two at a time where they can (ts_vacc_add2: a lane's float
  * chain is then 32 long, the error of block_fast's runs; ts_vacc_add2_fma:
- * its squares' chain 64 multiply-adds, each rounded once; a run any longer
- * fails test_watch's 1e-7 on the std, any shorter costs the step a few
- * points of overhead in the run's bookkeeping). A run with NaN or Inf is
+ * its squares in two chains of 128 multiply-adds, each rounded once, its
+ * sums one chain of 128 pairs; a one-chain run of 128 failed test_watch's
+ * 1e-7 on the std, and each run's bookkeeping (its NaN check, its sums
+ * into double) cost the optimizer's fused step 8% at runs of 64: SGD over
+ * 142,155 values, 24.2 us against 22.6 at 256). A run with NaN or Inf is
  * dropped whole (ts_vacc_run_end), and the caller summarises its values
  * from memory with ts_stats_partial_add. */
 typedef struct ts_vacc {
-    ts_vfloat s, q, mn, mx;
+    ts_vfloat s, q, q2, mn, mx; /* q2: ts_vacc_add2_fma's second chain of squares */
     ts_vzcount z;
     ts_vdouble4 ds[TS_STATS_VEC / 4], dq[TS_STATS_VEC / 4];
     int64_t n; /* values in the runs kept */
@@ -134,6 +137,7 @@ typedef struct ts_vacc_mark {
     ts_vzcount z;
 } ts_vacc_mark;
 #define TS_VACC_RUN 64
+#define TS_VACC_RUN_FMA 256
 
 static inline void ts_vacc_start(ts_vacc *a) {
     *a = (ts_vacc){.n = 0};
@@ -142,7 +146,7 @@ static inline void ts_vacc_start(ts_vacc *a) {
 }
 
 static inline ts_vacc_mark ts_vacc_run_begin(ts_vacc *a) {
-    a->s = a->q = (ts_vfloat){0};
+    a->s = a->q = a->q2 = (ts_vfloat){0};
     return (ts_vacc_mark){a->mn, a->mx, a->z};
 }
 
@@ -170,19 +174,21 @@ static inline void ts_vacc_add2(ts_vacc *a, ts_vfloat v0, ts_vfloat v1, ts_vfloa
     ts_vz_add(&a->z, v1);
 }
 
-/* The same with the squares going straight into q by two multiply-adds,
- * which run on the multiply pipes: on AMD Zen 3 the additions, min, max
- * and float compares share two other pipes, the bottleneck of the plain
- * SGD and Adam updates with their summaries (the MLP's fc1 SGD step with
- * both summaries: 72 to 69 us; Adam's 171 to 168). A chain of TS_VACC_RUN
- * products a lane, each rounded once. SGD with momentum keeps the tree:
- * its loop, one state array more, was 16% slower this way. */
+/* The same with the squares going straight into q and q2 by two
+ * multiply-adds, which run on the multiply pipes: on AMD Zen 3 the
+ * additions, min, max and float compares share two other pipes, the
+ * bottleneck of the plain SGD and Adam updates with their summaries (the
+ * MLP's fc1 SGD step with both summaries: 72 to 69 us; Adam's 171 to 168).
+ * Runs of TS_VACC_RUN_FMA vectors: each of the two chains TS_VACC_RUN_FMA
+ * / 2 products a lane, each rounded once. SGD with momentum keeps the
+ * tree: its loop, one state array more, was 16% slower this way. */
 static inline void ts_vacc_add2_fma(ts_vacc *a, ts_vfloat v0, ts_vfloat v1, ts_vfloat c) {
     TS_VKEEP(v0);
     TS_VKEEP(v1);
     ts_vfloat d0 = v0 - c, d1 = v1 - c;
     a->s = TS_VADD_FMA(d0 + d1, a->s);
-    a->q = TS_VFMA(d1, d1, TS_VFMA(d0, d0, a->q));
+    a->q = TS_VFMA(d0, d0, a->q);
+    a->q2 = TS_VFMA(d1, d1, a->q2);
     a->mn = TS_VMIN(TS_VMIN(v0, v1), a->mn);
     a->mx = TS_VMAX(TS_VMAX(v0, v1), a->mx);
     ts_vz_add(&a->z, v0);
@@ -232,6 +238,7 @@ static inline void ts_vacc_run_keep(ts_vacc *a, int64_t n) {
 /* Keeps the run of n values (true) or, when its sums are not finite (a NaN
  * or Inf in it), drops it (false). */
 static inline bool ts_vacc_run_end(ts_vacc *a, ts_vacc_mark m, int64_t n) {
+    a->q += a->q2;
     if (!ts_vsums_finite(a->s, a->q)) {
         ts_vacc_run_drop(a, m);
         return false;

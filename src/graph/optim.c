@@ -290,8 +290,10 @@ static void summarised_run(const ts_optimizer *o, const ts_opt_consts *c, ts_opt
 void ts_opt_update_summarised(const ts_optimizer *o, const ts_opt_consts *c, ts_opt_state *s, float *param, float *grad, int64_t begin,
                               int64_t end, bool clear, ts_stats_stream *gs, ts_stats_partial *gp, ts_stats_stream *ps,
                               ts_stats_partial *pp, double sq[4]) {
-    enum { V = TS_STATS_VEC, RUN = TS_VACC_RUN * TS_STATS_VEC };
-    int64_t whole = begin + (end - begin) / V * V;
+    enum { V = TS_STATS_VEC };
+    /* runs of ts_vacc_add2_fma's length where the step sums by it (plain SGD and Adam), and no squares for the norms */
+    bool fma_run = !sq && step_kind(o) != STEP_MOMENTUM;
+    int64_t whole = begin + (end - begin) / V * V, RUN = (fma_run ? TS_VACC_RUN_FMA : TS_VACC_RUN) * V;
     if (whole > begin) {
         if (!gs->shifted && gp) gs->c = ts_stats_shift(gp, grad + begin, end - begin), gs->shifted = true;
         if (!ps->shifted && pp) ps->c = ts_stats_shift(pp, param + begin, end - begin), ps->shifted = true;
