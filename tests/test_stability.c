@@ -255,8 +255,73 @@ static void test_same_weights(const char *what, ts_optimizer opt, bool step_summ
     }
 }
 
+/* Parameters wide enough that their updates, one job over the pool, are
+ * split into thread slices (fc1.weight: 36,864 values): each parameter's
+ * squares are its slices' added in order, so its gradient norm and update
+ * ratio are still those of the whole tensors, on 1 thread and on 3. */
+static void test_wide(int threads) {
+    enum { WB = 8, WIN = 96, WHID = 384, WCLS = 10 };
+    static const char *const wide[] = {"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"};
+    ts_graph *g = ts_graph_new(5);
+    ts_tensor *x = ts_input(g, "x", TS_F32, 2, (int64_t[]){WB, WIN}), *y = ts_input(g, "labels", TS_I32, 1, (int64_t[]){WB});
+    ts_tensor *h = ts_relu(g, ts_linear(g, x, WHID, "fc1"));
+    ts_tensor *loss = ts_nll_loss(g, ts_log_softmax(g, ts_linear(g, h, WCLS, "fc2"), 1), y);
+    ts_options *o = ts_options_new();
+    ts_options_set_threads(o, threads);
+    ts_options_watch_stability(o, "*", 1);
+    ts_options_anchor(o, NULL, "Accum___*", TS_OUTPUT_FINAL, 0);
+    ts_options_anchor(o, NULL, "UpdatedVar___*", TS_OUTPUT_FINAL, 0);
+    ts_model *m = NULL;
+    ts_status st = ts_model_training(&m, g, loss, o, ts_sgd(0.05f, 0.0f, 0.0f));
+    if (!st) st = ts_model_compile(m);
+    float *xb = malloc(sizeof(float) * WB * WIN), *before[4] = {NULL};
+    int32_t yb[WB];
+    for (int i = 0; i < WB * WIN; i++) xb[i] = rnd();
+    for (int i = 0; i < WB; i++) yb[i] = i % WCLS;
+    for (int k = 0; !st && k < 4; k++) {
+        ts_array a;
+        ts_tensor_info(ts_graph_find(g, wide[k]), &a);
+        before[k] = malloc((size_t)ts_array_numel(&a) * sizeof(float));
+        memcpy(before[k], a.data, (size_t)ts_array_numel(&a) * sizeof(float));
+    }
+    const char *names[2] = {"x", "labels"};
+    ts_array in[2] = {ts_array_f32(xb, 2, (int64_t[]){WB, WIN}), ts_array_i32(yb, 1, (int64_t[]){WB})};
+    if (!st) st = ts_model_run(m, names, in, 2);
+    CHECK_OK(st, "wide layers, %d threads: compile and run", threads);
+    const ts_watch_result *res;
+    size_t n = 0;
+    for (int k = 0; !st && k < 4 && ts_model_watch_results(m, &res, &n) == TS_OK; k++) {
+        char name[96], an[96];
+        int64_t got_run;
+        ts_array g1, w1;
+        snprintf(an, sizeof an, "Accum___%s", wide[k]);
+        ts_model_anchored(m, an, &g1);
+        int64_t cnt = ts_array_numel(&g1);
+        snprintf(name, sizeof name, "stability/%s/grad_norm", wide[k]);
+        double v = row(res, n, name, &got_run);
+        CHECK(got_run == 0 && near(v, norm(g1.data, cnt), 1e-6), "wide layers, %d threads: %s %.9g = ||%s|| (%.9g)", threads, name, v, an,
+              norm(g1.data, cnt));
+        snprintf(an, sizeof an, "UpdatedVar___%s", wide[k]);
+        ts_model_anchored(m, an, &w1);
+        float *d = malloc((size_t)cnt * sizeof *d);
+        for (int64_t i = 0; i < cnt; i++) d[i] = ((const float *)w1.data)[i] - before[k][i];
+        double ratio = norm(d, cnt) / norm(before[k], cnt);
+        snprintf(name, sizeof name, "stability/%s/update_ratio", wide[k]);
+        v = row(res, n, name, &got_run);
+        CHECK(near(v, ratio, 1e-5), "wide layers, %d threads: %s %.7g = ||w_after - w_before|| / ||w_before|| (%.7g)", threads, name, v, ratio);
+        free(d);
+    }
+    for (int k = 0; k < 4; k++) free(before[k]);
+    free(xb);
+    ts_model_free(m);
+    ts_options_free(o);
+    ts_graph_free(g);
+}
+
 int main(void) {
     test_arguments();
+    test_wide(1);
+    test_wide(3);
     test_rows(false);
     test_rows(true);
     test_same_weights("SGD momentum", ts_sgd(0.05f, 0.9f, 0.01f), false);

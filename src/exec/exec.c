@@ -814,7 +814,7 @@ static ts_status update_param(ts_run *run, int s, int64_t d, int A) {
 
 /* Parameters whose update takes no summary but those the update fuses
  * (ts_observe_step_batchable: a gradient, Accum___ and UpdatedVar___ with
- * plain stats) and no stability sums, on the host: their updates are one
+ * plain stats, and the squares of stability signals), on the host: their updates are one
  * job over the pool (ts_observe_steps), each thread a run of their
  * values, where one at a time left the small ones on one thread and gave
  * each large one a hand-off of its own. Each value's update is the same
@@ -826,7 +826,7 @@ typedef struct update_batch {
 } update_batch;
 
 static bool update_batchable(ts_run *run, int s, int64_t d) {
-    if (!run->dev.backend->host_addressable || run->prog->stab) return false; /* stability signals: the update sums its squares */
+    if (!run->dev.backend->host_addressable) return false;
     return ts_observe_step_batchable(run, run->state[s].node, d);
 }
 
@@ -909,7 +909,8 @@ static ts_status accumulate_and_step(ts_run *run, int a, int64_t d) {
             int k = batch.steps.n;
             batch.u[k] = update_begin(run, s, A);
             batch.state[k] = s;
-            ts_step_update su = {update_range, update_summarised, &batch.u[k], batch.u[k].grad, batch.u[k].param, NULL};
+            ts_step_update su = {update_range, update_summarised, &batch.u[k], batch.u[k].grad, batch.u[k].param,
+                                 run->dev.backend->opt_update_norms ? update_norms : NULL};
             ts_observe_step_add(run, &batch.steps, run->state[s].node, d, &su, ae->numel);
             if (batch.steps.n == TS_STEP_BATCH) {
                 ts_status st = update_batch_run(run, &batch, d);

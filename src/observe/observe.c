@@ -296,12 +296,20 @@ static void step_entries(const ts_run *run, int node, int64_t d, walk_job *j) {
     }
 }
 
+/* Whether parameter node's step d sums the squares its stability signals
+ * take (the update sums them as it goes). */
+static bool norms_due(const ts_run *run, int node, int64_t d) {
+    const ts_prog *p = run->prog;
+    const ts_stab *st = p->stab;
+    return st && st->param_of && st->param_of[node] >= 0 && d == p->samples_step - 1 && run->runs % st->period == 0;
+}
+
 void ts_observe_step(ts_run *run, int node, int64_t d, const ts_step_update *u, int64_t n) {
     ts_prog *p = run->prog;
     walk_job j = {.p = p, .numel = n, .step = u};
     step_entries(run, node, d, &j);
-    ts_stab *st = p->stab; /* stability signals: the update sums its squares as it goes */
-    bool norms = st && u->norms && st->param_of && st->param_of[node] >= 0 && d == p->samples_step - 1 && run->runs % st->period == 0;
+    ts_stab *st = p->stab;
+    bool norms = u->norms && norms_due(run, node, d);
     if (j.n == 0 && !norms) {
         ts_pool_for(n >= SPLIT_MIN ? run->pool : NULL, n, SPLIT_MIN / 2, u->update, u->ctx); /* unwatched: split big ones */
         return;
@@ -322,7 +330,8 @@ static bool step_batch_entries(ts_run *run, int node, int64_t d, walk_job *j, ts
     u->param = p->entries[p->value_entry[node]].data;
     *j = (walk_job){.p = p, .step = u};
     step_entries(run, node, d, j);
-    return j->n == 0 || (run->dev.backend->opt_update_summarised && entries_fusable(j));
+    if (j->n == 0) return !norms_due(run, node, d) || run->dev.backend->opt_update_norms; /* the squares alone: ts_opt_update_norms */
+    return run->dev.backend->opt_update_summarised && entries_fusable(j); /* the squares, if due, in the same pass */
 }
 
 bool ts_observe_step_batchable(ts_run *run, int node, int64_t d) {
@@ -336,8 +345,11 @@ void ts_observe_step_add(ts_run *run, ts_step_batch *b, int node, int64_t d, con
     ts_step_update probe = {0};
     step_batch_entries(run, node, d, &j, &probe);
     int k = b->n++;
-    if (k == 0) b->start[0] = 0, b->any = false;
+    if (k == 0) b->start[0] = 0, b->any = b->any_norms = false;
     b->u[k] = *u;
+    b->node[k] = node;
+    b->norms[k] = u->norms && norms_due(run, node, d);
+    b->any_norms |= b->norms[k];
     b->start[k + 1] = b->start[k] + n;
     b->n_read[k] = j.n_read;
     b->n_watched[k] = j.n;
@@ -368,8 +380,11 @@ static void steps_slice(void *ctx, int64_t s0, int64_t s1) {
             int64_t lo, hi;
             if (!slice_part(b, j->slices, s, k, &lo, &hi)) continue;
             const ts_step_update *u = &b->u[k];
+            double *sq = b->norms[k] ? b->sq[k][s] : NULL;
+            if (sq) memset(sq, 0, sizeof b->sq[k][s]);
             if (!b->n_watched[k]) {
-                u->update(u->ctx, lo, hi);
+                if (sq) u->norms(u->ctx, lo, hi, sq);
+                else u->update(u->ctx, lo, hi);
                 continue;
             }
             /* as walk_slots' fused pass, into the thread's partials, kept as the parameter's part */
@@ -379,7 +394,7 @@ static void steps_slice(void *ctx, int64_t s0, int64_t s1) {
             if (pp) ts_stats_partial_init(pp, TS_WATCH_STATS);
             for (int64_t c = lo; c < hi; c += STEP_FLUSH) {
                 ts_stats_stream gs = {0}, ps = {0};
-                u->summarised(u->ctx, c, hi - c < STEP_FLUSH ? hi : c + STEP_FLUSH, &gs, gp, &ps, pp, NULL);
+                u->summarised(u->ctx, c, hi - c < STEP_FLUSH ? hi : c + STEP_FLUSH, &gs, gp, &ps, pp, sq);
                 if (gp) ts_stats_stream_flush(&gs, gp);
                 if (pp) ts_stats_stream_flush(&ps, pp);
             }
@@ -392,11 +407,21 @@ void ts_observe_steps(ts_run *run, ts_step_batch *b) {
     ts_prog *p = run->prog;
     if (!b->n) return;
     int64_t N = b->start[b->n];
-    int64_t most = b->any ? p->n_slots : ts_pool_threads(run->pool); /* the partials' slots where it summarises */
+    int64_t most = b->any || b->any_norms ? p->n_slots : ts_pool_threads(run->pool); /* the partials' slots where it summarises */
     int slices = (int)(N / STEP_CHUNK < most ? N / STEP_CHUNK : most);
     if (slices < 1) slices = 1;
     steps_job j = {p, b, slices};
     ts_pool_for(slices > 1 ? run->pool : NULL, slices, 1, steps_slice, &j);
+    for (int k = 0; b->any_norms && k < b->n; k++) { /* each parameter's squares: its slices' added in order, as walk's */
+        if (!b->norms[k]) continue;
+        double sq[4] = {0, 0, 0, 0};
+        for (int s = 0; s < slices; s++) {
+            int64_t lo, hi;
+            if (!slice_part(b, slices, s, k, &lo, &hi)) continue;
+            for (int q = 0; q < 4; q++) sq[q] += b->sq[k][s][q];
+        }
+        ts_stab_update_done(p, run->runs, run->steps, b->node[k], sq);
+    }
     if (!b->any) return;
     ts_stats_partial *q = &p->parts[0], *r = &p->parts[1];
     for (int k = 0; k < b->n; k++)

@@ -129,10 +129,18 @@ typedef struct ts_step_batch {
     bool any;                                /* some parameter is summarised */
     /* per parameter, thread and side (gradient, parameter): its part's sums */
     ts_device_stats sums[TS_STEP_BATCH][TS_MAX_SLOTS][2];
+    /* per parameter: its node, whether its update sums the squares
+     * stability signals take (ts_stab_update_done), and those squares by
+     * thread slice, added in order once the job is done */
+    int node[TS_STEP_BATCH];
+    bool norms[TS_STEP_BATCH];
+    bool any_norms;
+    double sq[TS_STEP_BATCH][TS_MAX_SLOTS][4];
 } ts_step_batch;
 /* Whether parameter node's step d can join a batch: it takes no summary
  * other than those the update fuses (no optimizer state, histogram or
- * range watched in it). */
+ * range watched in it), and the backend sums the squares of stability
+ * signals due in it (opt_update_norms). */
 bool ts_observe_step_batchable(ts_run *run, int node, int64_t d);
 /* Adds node's step (batchable) of n values to b (not full). */
 void ts_observe_step_add(ts_run *run, ts_step_batch *b, int node, int64_t d, const ts_step_update *u, int64_t n);
