@@ -225,31 +225,20 @@ static void conv_relu_models(void) {
     ts_tensor *loss[2], *out[2];
     ts_graph *g[2] = {cnn(false, &loss[0], &out[0]), cnn(true, &loss[1], &out[1])};
     ts_model *inf[2] = {NULL, NULL}, *tr[2] = {NULL, NULL};
+    static const char *const seen[] = {"c1", "c1", "r1", "r1", NULL}; /* the fused one's Conv and Relu, in both models */
+    static const char *const trained[] = {"dw1", "Gradient___c1.weight", "dw2", "Gradient___c2.weight", NULL};
     for (int k = 0; k < 2; k++) {
-        ts_options *o = ts_options_new();
-        ts_options_set_threads(o, 2);
-        if (k == 0) {
-            ts_options_anchor(o, "c1", "c1", TS_OUTPUT_FINAL, 0);
-            ts_options_anchor(o, "r1", "r1", TS_OUTPUT_FINAL, 0);
-        }
-        ts_status st = ts_model_inference(&inf[k], g[k], &out[k], 1, o);
-        if (!st) st = ts_model_compile(inf[k]);
+        const char *what = k ? "Scale between" : "Conv + Relu";
+        inf[k] = twin_model(g[k], loss[k], out[k], false, TS_F32, NULL, k == 0 ? seen : NULL, NULL, what);
+        tr[k] = twin_model(g[k], loss[k], out[k], true, TS_F32, NULL, k == 0 ? seen : NULL, trained, what);
+        if (!inf[k]) continue;
         ts_metrics_reset();
-        if (!st) st = cnn_run(inf[k]);
-        CHECK_OK(st, "an inference model run (%s)", k ? "Scale between" : "Conv + Relu");
+        CHECK_OK(cnn_run(inf[k]), "an inference model run (%s)", what);
         int64_t took = ts_counter_get("FusedOps.Relu"), bias = ts_counter_get("FusedOps.BiasAdd");
-        CHECK(k == 0 ? took == 2 : took == 0, "%s: FusedOps.Relu counts %lld Relus in a Conv's pass", k ? "Scale between" : "Conv + Relu",
-              (long long)took);
+        CHECK(k == 0 ? took == 2 : took == 0, "%s: FusedOps.Relu counts %lld Relus in a Conv's pass", what, (long long)took);
         /* the logits' bias Add in its product's pass, both graphs: the plan
          * keeps the sum apart from the pooled values the product reads */
-        CHECK(bias == 1, "%s: FusedOps.BiasAdd counts %lld of the 1 bias Add", k ? "Scale between" : "Conv + Relu", (long long)bias);
-        ts_options_anchor(o, "loss", "loss", TS_OUTPUT_ALL, 0);
-        ts_options_anchor(o, "dw1", "Gradient___c1.weight", TS_OUTPUT_FINAL, 0);
-        ts_options_anchor(o, "dw2", "Gradient___c2.weight", TS_OUTPUT_FINAL, 0);
-        st = ts_model_training(&tr[k], g[k], loss[k], o, ts_sgd(0.1f, 0.0f, 0.0f));
-        if (!st) st = ts_model_compile(tr[k]);
-        CHECK_OK(st, "a training model (%s)", k ? "Scale between" : "Conv + Relu");
-        ts_options_free(o);
+        CHECK(bias == 1, "%s: FusedOps.BiasAdd counts %lld of the 1 bias Add", what, (long long)bias);
     }
     if (!inf[0] || !inf[1] || !tr[0] || !tr[1]) goto done;
     CHECK(same_anchor(inf[0], inf[1], "logits", CB * CK), "inference: the logits, the same bits");
@@ -321,20 +310,15 @@ static void conv_add_relu_models(void) {
     ts_graph *g[3] = {resnet(false, &loss[0], &out[0]), resnet(false, &loss[1], &out[1]), resnet(true, &loss[2], &out[2])};
     ts_model *inf[3] = {NULL, NULL, NULL}, *tr[3] = {NULL, NULL, NULL};
     static const char *const what[3] = {"fused", "fused, anchored", "Scale between"};
+    static const char *const seen[] = {"c3", "c3", "a1", "a1", "r1", "r1", "h0", "h0", NULL}; /* inference, the second model */
+    static const char *const kept[] = {"a1", "a1", "r1", "r1", NULL}; /* training: the Add and the Relu observed, the Conv not */
+    static const char *const trained[] = {"dw3", "Gradient___c3.weight", "dw5", "Gradient___c5.weight", "dsc", "Gradient___sc.weight", NULL};
     for (int k = 0; k < 3; k++) {
-        ts_options *o = ts_options_new();
-        ts_options_set_threads(o, 2);
-        if (k == 1) {
-            ts_options_anchor(o, "c3", "c3", TS_OUTPUT_FINAL, 0);
-            ts_options_anchor(o, "a1", "a1", TS_OUTPUT_FINAL, 0);
-            ts_options_anchor(o, "r1", "r1", TS_OUTPUT_FINAL, 0);
-            ts_options_anchor(o, "h0", "h0", TS_OUTPUT_FINAL, 0);
-        }
-        ts_status st = ts_model_inference(&inf[k], g[k], &out[k], 1, o);
-        if (!st) st = ts_model_compile(inf[k]);
+        inf[k] = twin_model(g[k], loss[k], out[k], false, TS_F32, NULL, k == 1 ? seen : NULL, NULL, what[k]);
+        tr[k] = twin_model(g[k], loss[k], out[k], true, TS_F32, NULL, k > 0 ? kept : NULL, trained, what[k]);
+        if (!inf[k]) continue;
         ts_metrics_reset();
-        if (!st) st = cnn_run(inf[k]);
-        CHECK_OK(st, "an inference model run (%s)", what[k]);
+        CHECK_OK(cnn_run(inf[k]), "an inference model run (%s)", what[k]);
         /* the metrics say which passes took their Add and Relu: both
          * blocks' in the fused graph, unobserved and anchored (the plan
          * keeps the sum and the Relu's output apart from what the Conv
@@ -343,21 +327,6 @@ static void conv_add_relu_models(void) {
         int64_t took = ts_counter_get("FusedOps.AddRelu");
         CHECK(k < 2 ? took == 2 : took == 0, "%s: FusedOps.AddRelu counts %lld residual Adds and Relus in a Conv's pass", what[k],
               (long long)took);
-        ts_options_free(o);
-        o = ts_options_new(); /* training: the Add and the Relu observed (anchored), the Conv not, in the second */
-        ts_options_set_threads(o, 2);
-        ts_options_anchor(o, "loss", "loss", TS_OUTPUT_ALL, 0);
-        ts_options_anchor(o, "dw3", "Gradient___c3.weight", TS_OUTPUT_FINAL, 0);
-        ts_options_anchor(o, "dw5", "Gradient___c5.weight", TS_OUTPUT_FINAL, 0);
-        ts_options_anchor(o, "dsc", "Gradient___sc.weight", TS_OUTPUT_FINAL, 0);
-        if (k > 0) {
-            ts_options_anchor(o, "a1", "a1", TS_OUTPUT_FINAL, 0);
-            ts_options_anchor(o, "r1", "r1", TS_OUTPUT_FINAL, 0);
-        }
-        st = ts_model_training(&tr[k], g[k], loss[k], o, ts_sgd(0.1f, 0.0f, 0.0f));
-        if (!st) st = ts_model_compile(tr[k]);
-        CHECK_OK(st, "a training model (%s)", what[k]);
-        ts_options_free(o);
     }
     for (int k = 0; k < 3; k++)
         if (!inf[k] || !tr[k]) goto done;
@@ -448,36 +417,20 @@ static void act_models(ts_dtype precision) {
     snprintf(what[0], sizeof what[0], "%sfused", at);
     snprintf(what[1], sizeof what[1], "%sfused, anchored", at);
     snprintf(what[2], sizeof what[2], "%sScale between", at);
+    static const char *const seen[] = {"s1", "s1", "a1", "a1", NULL}; /* inference, the second model */
+    static const char *const kept[] = {"a1", "a1", NULL};              /* training, the second and third */
+    static const char *const trained[] = {"dw1", "Gradient___fc1.weight", "dw3", "Gradient___fc3.weight", NULL};
     for (int k = 0; k < 3; k++) {
-        ts_options *o = ts_options_new();
-        ts_options_set_threads(o, 2);
-        CHECK_OK(ts_options_set_precision(o, precision), "the precision set");
-        if (k == 1) {
-            ts_options_anchor(o, "s1", "s1", TS_OUTPUT_FINAL, 0);
-            ts_options_anchor(o, "a1", "a1", TS_OUTPUT_FINAL, 0);
-        }
-        ts_status st = ts_model_inference(&inf[k], g[k], &out[k], 1, o);
-        if (!st) st = ts_model_compile(inf[k]);
+        inf[k] = twin_model(g[k], loss[k], out[k], false, precision, NULL, k == 1 ? seen : NULL, NULL, what[k]);
+        tr[k] = twin_model(g[k], loss[k], out[k], true, precision, NULL, k > 0 ? kept : NULL, trained, what[k]);
+        if (!inf[k]) continue;
         ts_metrics_reset();
-        if (!st) st = act_run(inf[k]);
-        CHECK_OK(st, "Linear + activation, an inference model run (%s)", what[k]);
+        CHECK_OK(act_run(inf[k]), "Linear + activation, an inference model run (%s)", what[k]);
         int64_t act = ts_counter_get("FusedOps.Activation"), relu = ts_counter_get("FusedOps.Relu"), bias = ts_counter_get("FusedOps.BiasAdd");
         CHECK(k < 2 ? act == 2 && relu == 1 : act == 0 && relu == 0,
               "Linear + activation, inference (%s): FusedOps.Activation %lld, FusedOps.Relu %lld in a product's pass", what[k],
               (long long)act, (long long)relu);
         CHECK(bias == 4, "Linear + activation, inference (%s): FusedOps.BiasAdd counts %lld of the 4 bias Adds", what[k], (long long)bias);
-        ts_options_free(o);
-        o = ts_options_new();
-        ts_options_set_threads(o, 2);
-        ts_options_set_precision(o, precision);
-        ts_options_anchor(o, "loss", "loss", TS_OUTPUT_ALL, 0);
-        ts_options_anchor(o, "dw1", "Gradient___fc1.weight", TS_OUTPUT_FINAL, 0);
-        ts_options_anchor(o, "dw3", "Gradient___fc3.weight", TS_OUTPUT_FINAL, 0);
-        if (k > 0) ts_options_anchor(o, "a1", "a1", TS_OUTPUT_FINAL, 0);
-        st = ts_model_training(&tr[k], g[k], loss[k], o, ts_sgd(0.1f, 0.0f, 0.0f));
-        if (!st) st = ts_model_compile(tr[k]);
-        CHECK_OK(st, "Linear + activation, a training model (%s)", what[k]);
-        ts_options_free(o);
     }
     for (int k = 0; k < 3; k++)
         if (!inf[k] || !tr[k]) goto done;

@@ -154,25 +154,11 @@ static ts_graph *model_graph(bool apart, ts_tensor **loss, ts_tensor **out) {
 static ts_status run(ts_model *m) { return run_xy(m, xs, 2, (int64_t[]){B, D}, ys); }
 
 static ts_model *compiled(ts_graph *g, ts_tensor *loss, ts_tensor *out, bool training, bool observed) {
+    static const char *const always[] = {"logits", "logits", NULL};
     static const char *const seen[] = {"silu1", "m1.silu", "gated1", "m1.gated", "gated2", "m2.gated", NULL};
     static const char *const trained[] = {"dg1", "Gradient___m1.gate", "du1", "Gradient___m1.up", "dg2", "Gradient___m2.gate",
                                           "du2", "Gradient___m2.up", NULL};
-    ts_options *o = ts_options_new();
-    ts_options_set_threads(o, 2);
-    ts_options_anchor(o, "logits", "logits", TS_OUTPUT_FINAL, 0);
-    for (int k = 0; observed && seen[k]; k += 2) ts_options_anchor(o, seen[k], seen[k + 1], TS_OUTPUT_FINAL, 0);
-    ts_model *m = NULL;
-    ts_status st;
-    if (training) {
-        ts_options_anchor(o, "loss", "loss", TS_OUTPUT_ALL, 0);
-        for (int k = 0; trained[k]; k += 2) ts_options_anchor(o, trained[k], trained[k + 1], TS_OUTPUT_FINAL, 0);
-        st = ts_model_training(&m, g, loss, o, ts_sgd(0.1f, 0.0f, 0.0f));
-    } else
-        st = ts_model_inference(&m, g, &out, 1, o);
-    if (!st) st = ts_model_compile(m);
-    CHECK_OK(st, "a%s %s model", observed ? "n observed" : "", training ? "training" : "inference");
-    ts_options_free(o);
-    return st ? NULL : m;
+    return twin_model(g, loss, out, training, TS_F32, always, observed ? seen : NULL, trained, observed ? "observed" : "unobserved");
 }
 
 static void gated_models(void) {

@@ -121,33 +121,11 @@ static void norm_and_relu(ts_model *m, const char *what) {
           off);
 }
 
-/* a model of g with each anchor of `always` (name, tensor pairs; NULL
- * ends), of `seen` where observed, and of `trained` plus the loss where
- * training (SGD 0.1), compiled on 2 threads; NULL (a failed check) if not */
-static ts_model *compiled(ts_graph *g, ts_tensor *loss, ts_tensor *out, bool training, bool observed, const char *const *always,
-                          const char *const *seen, const char *const *trained, const char *what) {
-    ts_options *o = ts_options_new();
-    ts_options_set_threads(o, 2);
-    for (int k = 0; always && always[k]; k += 2) ts_options_anchor(o, always[k], always[k + 1], TS_OUTPUT_FINAL, 0);
-    for (int k = 0; observed && seen[k]; k += 2) ts_options_anchor(o, seen[k], seen[k + 1], TS_OUTPUT_FINAL, 0);
-    ts_model *m = NULL;
-    ts_status st;
-    if (training) {
-        ts_options_anchor(o, "loss", "loss", TS_OUTPUT_ALL, 0);
-        for (int k = 0; trained[k]; k += 2) ts_options_anchor(o, trained[k], trained[k + 1], TS_OUTPUT_FINAL, 0);
-        st = ts_model_training(&m, g, loss, o, ts_sgd(0.1f, 0.0f, 0.0f));
-    } else
-        st = ts_model_inference(&m, g, &out, 1, o);
-    if (!st) st = ts_model_compile(m);
-    CHECK_OK(st, "a%s %s model%s", observed ? "n observed" : "", training ? "training" : "inference", what);
-    ts_options_free(o);
-    return st ? NULL : m;
-}
 
 static ts_model *model(ts_graph *g, ts_tensor *loss, ts_tensor *out, bool training, bool observed) {
     static const char *const seen[] = {"bn", "bn1/BatchNorm:0", "r", "r1", NULL};
     static const char *const trained[] = {"dw1", "Gradient___c1.weight", "dw2", "Gradient___c2.weight", "dg1", "Gradient___bn1.weight", NULL};
-    return compiled(g, loss, out, training, observed, NULL, seen, trained, "");
+    return twin_model(g, loss, out, training, TS_F32, NULL, observed ? seen : NULL, trained, observed ? "observed" : "unobserved");
 }
 
 static void bn_relu_models(void) {
@@ -285,7 +263,8 @@ static ts_model *ln_model(ts_graph *g, ts_tensor *loss, ts_tensor *out, bool tra
     static const char *const always[] = {"logits", "logits", NULL};
     static const char *const seen[] = {"ln1", "ln1", "gelu", "gelu", "relu", "relu", NULL};
     static const char *const trained[] = {"dw1", "Gradient___fc1.weight", "dg1", "Gradient___ln1.weight", "dg2", "Gradient___ln2.weight", NULL};
-    return compiled(g, loss, out, training, observed, always, seen, trained, rms ? " (RMSNorm)" : " (LayerNorm)");
+    return twin_model(g, loss, out, training, TS_F32, always, observed ? seen : NULL, trained,
+                      rms ? (observed ? "RMSNorm, observed" : "RMSNorm") : observed ? "LayerNorm, observed" : "LayerNorm");
 }
 
 static void ln_act_models(bool rms) {

@@ -1,13 +1,14 @@
 /* seeded.h -- the fused-path tests' values and their comparison: a
  * buffer filled from a seed (an LCG, values in [-1, 1)) and a seed from a
  * tensor's name (FNV-1a), so that a graph and its twin get the same values
- * by name; a run on inputs "x" and "labels"; an anchored value of two
- * models compared to the bit.
+ * by name; a twin compiled with its anchors; a run on inputs "x" and
+ * "labels"; an anchored value of two models compared to the bit.
  * Header-only. */
 #ifndef TS_TEST_SEEDED_H
 #define TS_TEST_SEEDED_H
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -41,6 +42,34 @@ static inline void seeded_params(ts_graph *g, float scale) {
         seeded_fill(v, n, name_seed(name));
         for (int64_t k = 0; k < n; k++) v[k] = strstr(name, "running_var") ? 0.5f + fabsf(v[k]) : scale * v[k];
     }
+}
+
+/* Graph g compiled on 2 threads as a training model of `loss` (SGD 0.1,
+ * the loss anchored ALL) or an inference model of `out`, at `precision`
+ * (TS_F32: the default), with the (short name, tensor) pairs of the
+ * NULL-ended lists `anchors` and `seen` (either NULL), and where training
+ * of `trained`, anchored FINAL. NULL, after a failed check naming `what`,
+ * where it does not compile. */
+static inline ts_model *twin_model(ts_graph *g, ts_tensor *loss, ts_tensor *out, bool training, ts_dtype precision,
+                                   const char *const *anchors, const char *const *seen, const char *const *trained, const char *what) {
+    ts_options *o = ts_options_new();
+    ts_options_set_threads(o, 2);
+    ts_status st = precision == TS_F32 ? TS_OK : ts_options_set_precision(o, precision);
+    const char *const *lists[3] = {anchors, seen, training ? trained : NULL};
+    for (int l = 0; l < 3; l++)
+        for (int k = 0; lists[l] && lists[l][k]; k += 2) ts_options_anchor(o, lists[l][k], lists[l][k + 1], TS_OUTPUT_FINAL, 0);
+    ts_model *m = NULL;
+    if (!st && training) {
+        ts_options_anchor(o, "loss", "loss", TS_OUTPUT_ALL, 0);
+        st = ts_model_training(&m, g, loss, o, ts_sgd(0.1f, 0.0f, 0.0f));
+    } else if (!st) {
+        st = ts_model_inference(&m, g, &out, 1, o);
+    }
+    if (!st) st = ts_model_compile(m);
+    CHECK_OK(st, "%s: a %s model", what, training ? "training" : "inference");
+    ts_options_free(o);
+    if (st) ts_model_free(m);
+    return st ? NULL : m;
 }
 
 /* One run of m on its inputs "x" (float32, of ndim dims `shape`) and
