@@ -176,16 +176,16 @@ static void note_stored(const ts_run *run, const ts_entry *e, ts_summary *s) {
     s->stored_overflow = counted ? (double)e->lost.overflow / (double)e->numel : NAN;
 }
 
+/* e's summary, and y's (its Relu's, taken from e's values) unless NULL. */
+static walk_job pair_job(ts_prog *p, const ts_entry *e, const ts_entry *y) {
+    walk_job j = {.p = p, .entries = {e, y}, .part = {0, 1}, .n_read = y ? 2 : 1, .n = y ? 2 : 1, .numel = e->numel, .relu = y != NULL};
+    return j;
+}
+
 /* e's summary, and its watched Relu's where that one is due now. */
 static walk_job summary_job(ts_run *run, const ts_entry *e, int64_t sample) {
-    walk_job j = {.p = run->prog, .entries = {e}, .part = {0, 1}, .n_read = 1, .n = 1, .numel = e->numel};
     const ts_entry *y = e->relu_out >= 0 ? &run->prog->entries[e->relu_out] : NULL;
-    if (y && watch_due(run, y, sample) && ts_in_stage(run, y->node)) {
-        j.entries[1] = y;
-        j.n = j.n_read = 2;
-        j.relu = true;
-    }
-    return j;
+    return pair_job(run->prog, e, y && watch_due(run, y, sample) && ts_in_stage(run, y->node) ? y : NULL);
 }
 
 static void summarize(ts_run *run, const ts_entry *e, int64_t sample) {
@@ -207,14 +207,8 @@ static void deferred_item(void *ctx, uint64_t item, int thread) {
     ts_run *run = ctx;
     ts_prog *p = run->prog;
     const int *d = &p->defer_ring[2 * (item % TS_DEFER_RING)];
-    const ts_entry *e = &p->entries[d[0]];
-    walk_job j = {.p = p, .entries = {e}, .part = {0, 1}, .n_read = 1, .n = 1, .numel = e->numel, .slots = 1,
-                  .parts = &p->defer_parts[2 * thread]};
-    if (d[1] >= 0) {
-        j.entries[1] = &p->entries[d[1]];
-        j.n = j.n_read = 2;
-        j.relu = true;
-    }
+    walk_job j = pair_job(p, &p->entries[d[0]], d[1] >= 0 ? &p->entries[d[1]] : NULL);
+    j.slots = 1, j.parts = &p->defer_parts[2 * thread];
     for (int k = 0; k < j.n; k++) ts_stats_partial_init(&j.parts[k], TS_WATCH_STATS);
     walk_slots(&j, 0, 1);
     publish(&j, p->defer_runs, p->defer_steps);
