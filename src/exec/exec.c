@@ -732,6 +732,12 @@ static void update_norms(void *ctx, int64_t begin, int64_t end, double sq[4]) {
     u->be->opt_update_norms(&u->opt, &u->consts, u->state, u->param, u->grad, begin, end, u->clear, sq);
 }
 
+/* u's update as the observers take it: plain, with its summaries, with
+ * the squares stability signals sum (where the backend offers them). */
+static ts_step_update step_update(const ts_run *run, update_job *u) {
+    return (ts_step_update){update_range, update_summarised, u, u->grad, u->param, run->dev.backend->opt_update_norms ? update_norms : NULL};
+}
+
 /* Whether optimizer state s's parameter is updated by this program (live,
  * trained, not frozen, and in this rank's pipeline stage). */
 static bool updated_here(const ts_run *run, int s) {
@@ -806,7 +812,7 @@ static ts_status update_param(ts_run *run, int s, int64_t d, int A) {
     int node = run->state[s].node;
     update_job u = update_begin(run, s, A);
     int64_t n = p->entries[ts_prog_entry_of(p, node, TS_KIND_ACCUM)].numel;
-    ts_step_update su = {update_range, update_summarised, &u, u.grad, u.param, run->dev.backend->opt_update_norms ? update_norms : NULL};
+    ts_step_update su = step_update(run, &u);
     if (run->dev.backend->host_addressable) ts_observe_step(run, node, d, &su, n);
     else update_range(&u, 0, n); /* one launch on the model's stream; its observers below */
     return update_end(run, s, d);
@@ -909,8 +915,7 @@ static ts_status accumulate_and_step(ts_run *run, int a, int64_t d) {
             int k = batch.steps.n;
             batch.u[k] = update_begin(run, s, A);
             batch.state[k] = s;
-            ts_step_update su = {update_range, update_summarised, &batch.u[k], batch.u[k].grad, batch.u[k].param,
-                                 run->dev.backend->opt_update_norms ? update_norms : NULL};
+            ts_step_update su = step_update(run, &batch.u[k]);
             ts_observe_step_add(run, &batch.steps, run->state[s].node, d, &su, ae->numel);
             if (batch.steps.n == TS_STEP_BATCH) {
                 ts_status st = update_batch_run(run, &batch, d);
