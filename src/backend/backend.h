@@ -47,6 +47,21 @@ struct ts_opt_consts;
 struct ts_opt_state;
 struct ts_stats_stream;
 struct ts_stats_partial;
+struct ts_stats_sums;
+
+/* What an Attention node's one pass summarises of its unfused twin's
+ * tensors while it computes them, for the watches on them that it stands
+ * for (observe.c's twin summaries): per (batch, query head) pair p, the
+ * sums of role r in pairs[p * TS_ATT_ROLES + r] (zeroed by the caller),
+ * for each role whose bit `want` has: the raw scores q k^T over every
+ * (query, key); the scaled scores with the masked keys `fill`, which the
+ * twin's softmax reads; the probabilities; the output [T, Dv] rows. */
+enum { TS_ATT_RAW, TS_ATT_MASKED, TS_ATT_PROB, TS_ATT_OUT, TS_ATT_ROLES };
+typedef struct ts_att_sums {
+    unsigned want;
+    float fill;
+    struct ts_stats_sums *pairs;
+} ts_att_sums;
 
 /* What a kernel sees of one node at run time. */
 typedef struct ts_kctx {
@@ -128,6 +143,9 @@ typedef struct ts_kctx {
     const float *gate_dout;
     float *gate_din;
     bool gate_plus, gate_din_store, gate_din_plus;
+    /* Attention forward running its one pass: the twin's summaries it
+     * takes as it goes (NULL: none) */
+    const ts_att_sums *att_sums;
 } ts_kctx;
 
 typedef void (*ts_kernel_fn)(const ts_kctx *k);
@@ -285,7 +303,8 @@ typedef struct ts_backend {
     /* Whether the Attention row computes the one pass (docs/backend.md,
      * "Fused attention"); false: it only copies the node's unfused twin,
      * so the executor always runs the twin's ops on this device, and
-     * compile refuses an Attention node without a twin. */
+     * compile refuses an Attention node without a twin. The one pass
+     * takes the twin's summaries its kctx asks for (att_sums). */
     bool attention_one_pass;
 
     /* ---- the optimizer step of one parameter over [begin, end): as

@@ -118,6 +118,7 @@ void ts_prog_free(ts_prog *p) {
     ts_free(p->needs_grad);
     ts_free(p->grad_shared);
     ts_free(p->fusions);
+    ts_free(p->twin_sums);
     ts_free(p->skip);
     ts_free(p->readers);
     ts_free(p->pass);
@@ -1401,6 +1402,35 @@ static void mark_checks(const ts_model_def *m, ts_prog *p) {
     }
 }
 
+/* The roles of fusion fu's twin (ts_fusion.role) where it is built as
+ * ts_attention describes, on f32 values (no 16-bit copies): out =
+ * BatchMatMul(P, v), P = Softmax over the keys of MaskedFill(Scale(raw,
+ * scale), mask) (the MaskedFill and the Scale each optional: a scale of
+ * 1), raw = BatchMatMul(q, k transposed). A role up the chain only where
+ * every one below it holds (fu->role all -1 before). */
+static void twin_roles(const ts_graph *g, const ts_tensor *att, ts_fusion *fu) {
+    const ts_tensor *o = g->t[att->in[4]];
+    if (o->op != TS_OP_BATCH_MATMUL || o->attr[0] || o->attr[1] || o->in[1] != att->in[2]) return;
+    const ts_tensor *pr = g->t[o->in[0]], *x;
+    if (pr->op != TS_OP_SOFTMAX || (pr->iparam != -1 && pr->iparam != pr->shape.ndim - 1) || pr->shape.ndim != 4) return;
+    fu->role[TS_TWIN_OUT] = o->id, fu->role[TS_TWIN_PROB] = pr->id;
+    x = g->t[pr->in[0]];
+    if (x->op == TS_OP_MASKED_FILL) {
+        if (x->in[1] != att->in[3]) return;
+        fu->role[TS_TWIN_MASKED] = x->id, fu->fill = x->fattr[0];
+        x = g->t[x->in[0]];
+    }
+    float scale = 1.0f;
+    if (x->op == TS_OP_SCALE) scale = x->fparam, fu->role[TS_TWIN_SCALED] = x->id, x = g->t[x->in[0]];
+    bool raw = x->op == TS_OP_BATCH_MATMUL && !x->attr[0] && x->attr[1] && x->in[0] == att->in[0] && x->in[1] == att->in[1];
+    if (!raw || scale != att->fattr[0]) { /* the scores before the softmax are not the pass's */
+        fu->role[TS_TWIN_SCALED] = fu->role[TS_TWIN_MASKED] = -1;
+        return;
+    }
+    fu->role[TS_TWIN_RAW] = x->id;
+    if (!isfinite(scale) || scale == 0.0f) fu->role[TS_TWIN_SCALED] = -1; /* not the raw scores' summary scaled */
+}
+
 /* Attention nodes that carry their unfused twin (docs/backend.md, "Fused
  * attention"): the twin's ops are what the twin reads back to the node's
  * own inputs (q, k, v, the mask). The one pass may stand for them where
@@ -1459,6 +1489,19 @@ static ts_status find_fusions(const ts_model_def *m, ts_prog *p) {
             fu->chain[fu->n_chain++] = c;
             for (int j = 0; j < ct->n_in; j++) stack[ns++] = ct->in[j];
         }
+    }
+    for (int f = 0; f < p->n_fusions; f++) { /* the roles the one pass summarises, and room for its pairs' sums */
+        ts_fusion *fu = &p->fusions[f];
+        const ts_tensor *t = g->t[fu->node];
+        for (int r = 0; r < TS_TWIN_ROLES; r++) fu->role[r] = -1;
+        if (fu->why_not || ts_attention_copies(t).which) continue;
+        twin_roles(g, t, fu);
+        int64_t pairs = p->shape[t->in[0]].d[0] * p->shape[t->in[0]].d[1];
+        p->twin_pairs = pairs > p->twin_pairs ? pairs : p->twin_pairs;
+    }
+    if (p->twin_pairs && !(p->twin_sums = ts_calloc((size_t)(p->twin_pairs * TS_ATT_ROLES), sizeof *p->twin_sums))) {
+        ts_free(mark);
+        return ts_error(TS_ERR_OUT_OF_MEMORY, "compile: out of memory");
     }
     for (int k = 0; k < p->n_order; k++) { /* an op outside a twin that reads one of its tensors: that twin runs */
         const ts_tensor *c = g->t[p->order[k]];

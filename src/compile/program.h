@@ -136,12 +136,19 @@ typedef struct ts_slot_set {
 } ts_slot_set;
 
 #define TS_FUSION_MAX 16 /* the twin's ops an attention node may stand for */
+/* The tensors of a twin built as ts_attention describes it that its one
+ * pass summarises for a stats watch (observe.c's twin summaries): the raw
+ * scores q k^T, their Scale, its MaskedFill, the Softmax, the product with
+ * v. */
+enum { TS_TWIN_RAW, TS_TWIN_SCALED, TS_TWIN_MASKED, TS_TWIN_PROB, TS_TWIN_OUT, TS_TWIN_ROLES };
 typedef struct ts_fusion {
     int node;                  /* the attention node */
     int chain[TS_FUSION_MAX];  /* the twin's ops: what only the twin reads, back to the node's inputs */
     int n_chain;
     const char *why_not;       /* why the one pass never runs here (a static string), else NULL */
     bool logged;               /* the log said once that observation keeps the unfused ops */
+    int role[TS_TWIN_ROLES];   /* the twin's node of each role the pass can summarise, else -1 */
+    float fill;                /* the MaskedFill's value */
 } ts_fusion;
 
 typedef struct ts_prog {
@@ -233,6 +240,8 @@ typedef struct ts_prog {
      * them, else runs them and the node copies the twin */
     struct ts_fusion *fusions;
     int n_fusions;
+    struct ts_stats_sums *twin_sums; /* the one passes' twin summaries: TS_ATT_ROLES per (batch, head) pair of the largest */
+    int64_t twin_pairs;
     bool *skip;          /* per node: the current micro-batch's forward and backward skip it (a fused twin's op) */
     int *pass;           /* per order position k: ts_pass_takes' kind, took[0], took[1] (plan_memory; the executor reads it each forward) */
     int *readers;        /* per node: the input slots of the order's nodes that read its output (exec.c: a fused Linear's product read by its Add alone is not kept) */

@@ -272,6 +272,16 @@ static void rows_lse(const float *x, int64_t rows, int64_t n, float *out) {
     for (; r < rows; r++) out[r] = row_lse(x + r * n, n);
 }
 
+void ts_stab_head(ts_prog *p, int64_t runs, int64_t steps, const ts_entry *e, int64_t h, float mx, bool nan) {
+    ts_stab *s = p->stab;
+    const ts_stab_job *j = &s->jobs[e->stab];
+    ts_summary *out = &s->sums[j->sum + h];
+    out->what = TS_WATCH_STATS;
+    out->stats = (ts_stats){.count = e->numel / j->heads, .nans = nan, .pos_infs = mx == INFINITY, .max = mx, .min = NAN, .mean = NAN, .std = NAN};
+    s->sum_run[j->sum + h] = runs;
+    s->sum_step[j->sum + h] = steps;
+}
+
 void ts_stab_observe(ts_prog *p, int64_t runs, int64_t steps, const ts_entry *e) {
     ts_stab *s = p->stab;
     const ts_stab_job *j = &s->jobs[e->stab];
@@ -282,11 +292,7 @@ void ts_stab_observe(ts_prog *p, int64_t runs, int64_t steps, const ts_entry *e)
             float mx = -INFINITY;
             bool nan = false;
             for (int64_t b = 0; b < B; b++) block_max(x + (b * H + h) * block, block, &mx, &nan);
-            ts_summary *out = &s->sums[j->sum + h];
-            out->what = TS_WATCH_STATS;
-            out->stats = (ts_stats){.count = B * block, .nans = nan, .pos_infs = mx == INFINITY, .max = mx, .min = NAN, .mean = NAN, .std = NAN};
-            s->sum_run[j->sum + h] = runs;
-            s->sum_step[j->sum + h] = steps;
+            ts_stab_head(p, runs, steps, e, h, mx, nan);
         }
         return;
     }

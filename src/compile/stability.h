@@ -73,6 +73,10 @@ void ts_stab_free(ts_stab *s);
 bool ts_stab_due(const ts_prog *p, int64_t runs, const ts_entry *e, int64_t sample);
 /* The job of entry e (host memory), due now, at the model's run and step. */
 void ts_stab_observe(ts_prog *p, int64_t runs, int64_t steps, const ts_entry *e);
+/* Of attention scores' job (heads > 0): head h's max mx (NaN not taken)
+ * and whether a NaN was seen, found elsewhere (the one-pass attention's
+ * summaries of its twin, observe.c). */
+void ts_stab_head(ts_prog *p, int64_t runs, int64_t steps, const ts_entry *e, int64_t h, float mx, bool nan);
 /* observe.c's walk, after a parameter's update (p->stab->param_of[node]
  * >= 0): the sums of squares it took (ts_opt_update_norms). */
 void ts_stab_update_done(ts_prog *p, int64_t runs, int64_t steps, int node, const double sq[4]);

@@ -586,6 +586,69 @@ void ts_stats_stream_flush(ts_stats_stream *s, ts_stats_partial *p) {
     *s = (ts_stats_stream){0};
 }
 
+/* ------------------------------------------- sums of a kernel's work item */
+
+static void sums_extremes(ts_stats_sums *a, double lo, double hi) {
+    if (a->n + a->rn == 0) a->min = lo, a->max = hi;
+    if (lo < a->min) a->min = lo;
+    if (hi > a->max) a->max = hi;
+}
+
+void ts_stats_sums_add(ts_stats_sums *a, const float *x, int64_t n) {
+    for (int64_t i = 0; i < n; i += TS_STATS_BIG_BLOCK) {
+        int64_t len = n - i < TS_STATS_BIG_BLOCK ? n - i : TS_STATS_BIG_BLOCK;
+        if (!a->shifted) a->c = ts_stats_typical(x + i, len), a->shifted = true;
+        block_sums b;
+        bool done = !a->masked && block_fast_shifted(x + i, len, a->c, &b);
+        if (!done) { /* as stats_block: NaN or Inf classified, squares too big for a float in double */
+            bool wide = a->masked == TS_STATS_WIDE || !block_masked(x + i, len, a->c, &b);
+            if (wide) block_wide(x + i, len, a->c, &b);
+            a->masked = wide ? TS_STATS_WIDE : b.nans + b.pos_infs + b.neg_infs > 0;
+        }
+        a->count += len;
+        a->zeros += b.zeros, a->nans += b.nans, a->pos_infs += b.pos_infs, a->neg_infs += b.neg_infs;
+        if (b.n == 0) continue;
+        sums_extremes(a, b.min, b.max);
+        a->n += b.n;
+        a->s += b.s, a->q += b.q;
+    }
+}
+
+void ts_stats_sums_repeat(ts_stats_sums *a, float v, int64_t k) {
+    if (k <= 0) return;
+    a->count += k;
+    if (isnan(v)) a->nans += k;
+    else if (isinf(v)) *(v > 0 ? &a->pos_infs : &a->neg_infs) += k;
+    else {
+        a->zeros += v == 0.0f ? k : 0;
+        sums_extremes(a, v, v);
+        moments_merge(&a->rn, &a->rmean, &a->rm2, k, v, 0.0);
+    }
+}
+
+void ts_stats_sums_merge(ts_stats_partial *p, const ts_stats_sums *a) {
+    p->count += a->count;
+    p->zeros += a->zeros, p->nans += a->nans, p->pos_infs += a->pos_infs, p->neg_infs += a->neg_infs;
+    if (a->n > 0) {
+        double fn = (double)a->n, m2 = a->q - a->s * (a->s / fn);
+        moments_merge(&p->finite, &p->mean, &p->m2, a->n, a->c + a->s / fn, m2 > 0 ? m2 : 0);
+    }
+    moments_merge(&p->finite, &p->mean, &p->m2, a->rn, a->rmean, a->rm2);
+    if (a->n + a->rn == 0) return;
+    if (a->min < p->min) p->min = a->min;
+    if (a->max > p->max) p->max = a->max;
+}
+
+void ts_stats_partial_scale(ts_stats_partial *p, double k) {
+    p->mean *= k, p->m2 *= k * k;
+    double lo = p->min * k, hi = p->max * k;
+    p->min = k < 0 ? hi : lo, p->max = k < 0 ? lo : hi;
+    if (k < 0) {
+        int64_t t = p->pos_infs;
+        p->pos_infs = p->neg_infs, p->neg_infs = t;
+    }
+}
+
 /* -------------------------------------------------- a value and its Relu */
 
 static float relu1(float v) { return v < 0.0f ? 0.0f : v; } /* as the Relu kernel: -0 and NaN pass */

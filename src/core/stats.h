@@ -115,6 +115,37 @@ static inline TS_HOST_DEVICE float ts_stats_typical(const float *x, int64_t n) {
     float lo = f[0] < f[1] ? f[0] : f[1], hi = f[0] < f[1] ? f[1] : f[0];
     return f[2] < lo ? lo : f[2] > hi ? hi : f[2];
 }
+/* Plain stats in a few words: one per work item of a kernel that
+ * summarises values it computes but never stores (the one-pass attention's
+ * scores and probabilities, backend.h's ts_att_sums: one per (batch, head)
+ * pair, its threads' unit of work), merged into a partial in the items'
+ * order afterwards, so the summary's bits do not depend on the threads.
+ * A ts_stats_partial is 14 KB with its histograms; this is what its stats
+ * need. Zero it to start. ts_stats_sums_add sums blocks around the shift
+ * its first block chose, as ts_stats_partial_add does (what that gives
+ * over the same values, to rounding); ts_stats_sums_repeat adds k copies
+ * of one value (masked keys' fill, probabilities of keys past a row's
+ * last) as their moments, apart from the sums: a fill of -1e30 leaves the
+ * others' spread intact. Stats only (TS_WATCH_STATS). */
+typedef struct ts_stats_sums {
+    int64_t count, n, zeros, nans, pos_infs, neg_infs; /* n: the finite values in s and q */
+    double s, q;          /* sums of x - c and (x - c)^2 */
+    int64_t rn;           /* finite values added by ts_stats_sums_repeat: their mean and m2 */
+    double rmean, rm2;
+    double min, max;      /* of the finite values, while n + rn > 0 */
+    float c;
+    int masked;           /* as ts_stats_partial's */
+    bool shifted;
+} ts_stats_sums;
+void ts_stats_sums_add(ts_stats_sums *a, const float *x, int64_t n);
+void ts_stats_sums_repeat(ts_stats_sums *a, float v, int64_t k);
+/* p += a (p initialised with TS_WATCH_STATS) */
+void ts_stats_sums_merge(ts_stats_partial *p, const ts_stats_sums *a);
+/* p's stats become those of its values times k (finite, non-zero): each
+ * value's product rounded to a float aside, which a summary's rounding
+ * covers. */
+void ts_stats_partial_scale(ts_stats_partial *p, double k);
+
 /* Adds x[0..n) to px and Relu(x) (x < 0 ? 0 : x, as the Relu kernel) to py,
  * in one read of x: the summary of a watched Relu taken in its input's
  * pass. Both stats only (TS_WATCH_STATS). The Relu's own lanes sum its

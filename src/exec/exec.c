@@ -151,7 +151,8 @@ static ts_status trace_comm(ts_run *run, ts_status (*fn)(ts_run *, int), int a, 
 /* Which attention nodes run their one pass this micro-batch (compile.c's
  * find_fusions): those whose twin's tensors nothing observes (a watch, an
  * anchor, an outfeed, a numeric check, a held run: the flags as they are
- * now); the others run the twin's ops, and the log says so once. Its
+ * now) but plain stats watches the pass takes for them; the others run
+ * the twin's ops, and the log says so once. Its
  * backward follows the same choice (nothing changes the flags between). */
 static void choose_fusions(ts_run *run) {
     ts_prog *p = run->prog;
@@ -160,7 +161,8 @@ static void choose_fusions(ts_run *run) {
         const char *seen = NULL;
         for (int c = 0; c < fu->n_chain && !seen; c++) {
             int v = p->value_entry[fu->chain[c]], gr = p->grad_entry[fu->chain[c]];
-            if (p->entries[v].observed) seen = p->entries[v].name;
+            /* a plain stats watch on a tensor the pass summarises (observe.c's twin summaries) keeps it */
+            if (p->entries[v].observed && !ts_observe_twin_summarised(run, fu, fu->chain[c])) seen = p->entries[v].name;
             else if (gr >= 0 && p->entries[gr].observed) seen = p->entries[gr].name;
         }
         bool on = !fu->why_not && !seen;
@@ -173,6 +175,13 @@ static void choose_fusions(ts_run *run) {
         else
             ts_logf(TS_LOG_DEBUG, "'%s' runs as its unfused ops: %s", run->g->t[fu->node]->name, fu->why_not);
     }
+}
+
+/* The fusion of attention node i. */
+static const ts_fusion *fusion_of(const ts_prog *p, int i) {
+    for (int f = 0; f < p->n_fusions; f++)
+        if (p->fusions[f].node == i) return &p->fusions[f];
+    return NULL;
 }
 
 /* Whether [a, a + n) and [b, b + k) floats share memory. */
@@ -491,8 +500,12 @@ static ts_status forward_ops(ts_run *run, int64_t mb) {
         ts_status st = check_computed_indices(run, &kc);
         if (!st) st = ts_op_chain_run(run->chain.before, run->chain.n_before, run, &call);
         if (st) return st;
+        ts_att_sums twin;
+        const ts_fusion *fu = t->op == TS_OP_ATTENTION && kc.n_in == 5 && !kc.in[4] ? fusion_of(p, i) : NULL; /* its one pass */
+        if (fu && ts_observe_twin_begin(run, fu, mb, &twin)) kc.att_sums = &twin;
         if (i == gate) run->dev.backend->kernels[gc.node->op].forward(&gc), gate = -1; /* a Silu's and its Mul's */
         else if (i != fused && i != fused2 && !kc.gate_out) run->dev.backend->kernels[t->op].forward(&kc); /* the bias Add (Relu, ...; Add and Relu): done by the node before it */
+        if (kc.att_sums) ts_observe_twin_end(run, fu, mb, &twin);
         st = ts_op_chain_run(run->chain.after, run->chain.n_after, run, &call);
         if (st) return st;
     }

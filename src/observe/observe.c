@@ -251,6 +251,103 @@ void ts_observe_forward_end(ts_run *run) {
     run->prog->deferring = false;
 }
 
+/* ---- an attention's twin summarised by its one pass */
+
+/* The kernel's role (ts_att_sums) a twin role's summary comes from: the
+ * scaled scores' from the raw ones. */
+static const int twin_kernel_role[TS_TWIN_ROLES] = {TS_ATT_RAW, TS_ATT_RAW, TS_ATT_MASKED, TS_ATT_PROB, TS_ATT_OUT};
+
+/* The role of node in fu's twin, else -1. */
+static int twin_role(const ts_fusion *fu, int node) {
+    for (int r = 0; r < TS_TWIN_ROLES; r++)
+        if (fu->role[r] == node && node >= 0) return r;
+    return -1;
+}
+
+/* Whether e, of role r, has the stability job the pass's summaries give:
+ * the scores' per-head max (the masked scores the softmax reads) */
+static bool twin_stab(const ts_prog *p, const ts_entry *e, int r) {
+    return e->stab >= 0 && r == TS_TWIN_MASKED && p->stab->jobs[e->stab].heads > 0;
+}
+
+bool ts_observe_twin_summarised(const ts_run *run, const ts_fusion *fu, int node) {
+    const ts_prog *p = run->prog;
+    const ts_entry *e = &p->entries[p->value_entry[node]];
+    int r = twin_role(fu, node);
+    bool watch = e->watch >= 0 && p->watch_what[e->watch] == TS_WATCH_STATS && !e->watch_in_step;
+    bool stab = r >= 0 && twin_stab(p, e, r);
+    /* a held run copies every tensor, a rerun compares them: the twin's ops run */
+    return r >= 0 && !p->hold_ready && !run->rerun && (watch || e->watch < 0) && (stab || e->stab < 0) && (e->watch >= 0 || stab) &&
+           !e->n_anchors && !e->n_outfeeds && !e->check && e->dtype == TS_F32;
+}
+
+/* The entry of role r of fu's twin when the pass takes its summary (*watch)
+ * or its stability job (*stab) at sample, else NULL. */
+static const ts_entry *twin_due(const ts_run *run, const ts_fusion *fu, int r, int64_t sample, bool *watch, bool *stab) {
+    int node = fu->role[r];
+    if (node < 0 || !ts_observe_twin_summarised(run, fu, node)) return NULL;
+    const ts_prog *p = run->prog;
+    const ts_entry *e = &p->entries[p->value_entry[node]];
+    *watch = watch_due(run, e, sample);
+    *stab = twin_stab(p, e, r) && ts_stab_due(p, run->runs, e, sample);
+    return *watch || *stab ? e : NULL;
+}
+
+/* The stability job of e (the scores the softmax reads) from the pairs'
+ * sums of them: each head's max over the batch, and whether a NaN was
+ * seen. */
+static void twin_stab_heads(ts_run *run, const ts_fusion *fu, const ts_entry *e, const ts_att_sums *s) {
+    const ts_shape *q = &run->prog->shape[run->g->t[fu->node]->in[0]];
+    int64_t B = q->d[0], H = q->d[1];
+    for (int64_t h = 0; h < H; h++) {
+        float mx = -INFINITY;
+        bool nan = false;
+        for (int64_t b = 0; b < B; b++) {
+            const ts_stats_sums *a = &s->pairs[(b * H + h) * TS_ATT_ROLES + TS_ATT_MASKED];
+            float m = a->pos_infs ? INFINITY : a->n + a->rn > 0 ? (float)a->max : -INFINITY;
+            mx = m > mx ? m : mx;
+            nan = nan || a->nans;
+        }
+        ts_stab_head(run->prog, run->runs, run->steps, e, h, mx, nan);
+    }
+}
+
+static int64_t twin_pairs(const ts_run *run, const ts_fusion *fu) {
+    const ts_shape *q = &run->prog->shape[run->g->t[fu->node]->in[0]];
+    return q->d[0] * q->d[1];
+}
+
+bool ts_observe_twin_begin(ts_run *run, const ts_fusion *fu, int64_t sample, ts_att_sums *s) {
+    ts_prog *p = run->prog;
+    *s = (ts_att_sums){.fill = fu->fill, .pairs = p->twin_sums};
+    bool watch, stab;
+    for (int r = 0; r < TS_TWIN_ROLES; r++)
+        if (twin_due(run, fu, r, sample, &watch, &stab)) s->want |= 1u << twin_kernel_role[r];
+    if (s->want) memset(p->twin_sums, 0, (size_t)(twin_pairs(run, fu) * TS_ATT_ROLES) * sizeof *p->twin_sums);
+    return s->want != 0;
+}
+
+void ts_observe_twin_end(ts_run *run, const ts_fusion *fu, int64_t sample, const ts_att_sums *s) {
+    ts_prog *p = run->prog;
+    int64_t pairs = twin_pairs(run, fu);
+    ts_stats_partial *part = &p->parts[0]; /* the calling thread's, between walks */
+    for (int r = 0; r < TS_TWIN_ROLES; r++) {
+        int kr = twin_kernel_role[r];
+        bool watch, stab;
+        const ts_entry *e = twin_due(run, fu, r, sample, &watch, &stab); /* as begin found it: nothing changes the flags between */
+        if (!e || !(s->want >> kr & 1u)) continue;
+        if (stab) twin_stab_heads(run, fu, e, s);
+        if (!watch) continue;
+        ts_stats_partial_init(part, TS_WATCH_STATS);
+        for (int64_t q = 0; q < pairs; q++) ts_stats_sums_merge(part, &s->pairs[q * TS_ATT_ROLES + kr]);
+        if (r == TS_TWIN_SCALED) ts_stats_partial_scale(part, run->g->t[fu->role[r]]->fparam);
+        ts_stats_finish(part, &p->summaries[e->watch]);
+        p->watch_results[e->watch].run = run->runs;
+        p->watch_results[e->watch].step = run->steps;
+        note_stored(run, e, &p->summaries[e->watch]);
+    }
+}
+
 /* An entry whose values are another's (same_values: a reshape or a
  * transpose of it, a gradient an Add passed on): when that one was
  * summarised this run for the same `what`, its summary is this one's too

@@ -17,6 +17,16 @@ ts_status ts_observe(ts_run *run, int entry, int64_t sample);
 void ts_observe_forward_begin(ts_run *run);
 void ts_observe_forward_end(ts_run *run);
 void ts_observe_drain(ts_run *run);
+/* An attention's twin summarised by its one pass: the twin's tensors in
+ * the roles the pass computes (ts_fusion.role) that a plain stats watch
+ * alone observes do not keep the twin's ops running (exec.c's
+ * choose_fusions asks ts_observe_twin_summarised of each); the pass takes
+ * their summaries as it goes (backend.h's ts_att_sums). Begin fills *s
+ * with those due at sample, or returns false; end publishes each as its
+ * watch's result of this run, as ts_observe would have. */
+bool ts_observe_twin_summarised(const ts_run *run, const struct ts_fusion *fu, int node);
+bool ts_observe_twin_begin(ts_run *run, const struct ts_fusion *fu, int64_t sample, struct ts_att_sums *s);
+void ts_observe_twin_end(ts_run *run, const struct ts_fusion *fu, int64_t sample, const struct ts_att_sums *s);
 /* chain.c: the hook the executor calls as a tensor it makes outside a
  * kernel's call is final (entry's `observed` set): ts_observe, through a
  * host copy where the host cannot read it, timed on the timeline */

@@ -319,7 +319,7 @@ void ts_fwd_attention(const ts_kctx *k) {
         return;
     }
     ts_attn_geom g = attn_geom(k->in_shape, k->node, k->in_int[3]);
-    ts_attention_forward(k->pool, k->workspace, k->out, k->scratch, k->in[0], k->in[1], k->in[2], &g);
+    ts_attention_forward(k->pool, k->workspace, k->out, k->scratch, k->in[0], k->in[1], k->in[2], &g, k->att_sums);
 }
 void ts_bwd_attention(const ts_kctx *k) {
     if (k->n_in == 5 && k->in[4]) { /* the twin's ops carry the gradient to q, k and v: they add to them */

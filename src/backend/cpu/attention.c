@@ -18,12 +18,14 @@
  * log-sum-exp is then +inf, and no gradient reaches its q or k). */
 #include "backend/cpu/kernels_tensor.h"
 
+#include "backend/backend.h"
 #include "backend/cpu/bf16_gemm.h"
 #include "backend/cpu/cpu.h"
 #include "backend/cpu/gemm.h"
 #include "backend/cpu/lane_sum.h"
 #include "backend/pool.h"
 #include "backend/vmath.h"
+#include "core/stats.h"
 
 #include <math.h>
 #include <string.h>
@@ -91,6 +93,7 @@ size_t ts_attention_workspace(const ts_attn_geom *g, int threads) { return (size
 
 typedef struct att_job {
     const ts_attn_geom *g;
+    const ts_att_sums *sums;         /* forward: the twin's summaries it takes (NULL: none) */
     int64_t slots;
     float *ws;
     float *out, *lse;                /* forward */
@@ -174,35 +177,122 @@ static int32_t *group_ends(const ts_attn_geom *g, int64_t b, int64_t h, int64_t 
     return end + (i0 - first);
 }
 
+/* ---- the twin's summaries (ts_att_sums): the pass's own values where it
+ * has them (a tile's raw scores, its masked scaled ones, its
+ * probabilities once a row's sum is known, the output rows), the rest
+ * computed for them alone: the raw scores of keys past a block's last
+ * (which the pass skips), the probabilities again where a row spans
+ * several tiles (as the backward computes them). A masked key is -inf in
+ * the pass and `fill` in the twin; the keys the pass skips are masked
+ * keys, their probabilities 0 (1 / S in a row whose keys are all masked:
+ * its softmax over one value). */
+
+/* rows of n values, ld apart, into a's sums: in one call, through the
+ * room `tmp` where they lie apart (a call's last few values go one by
+ * one: rows of 32 so are mostly that) */
+static void rows_sums(ts_stats_sums *a, const float *x, int64_t rows, int64_t n, int64_t ld, float *tmp) {
+    if (n != ld && rows > 1) {
+        for (int64_t i = 0; i < rows; i++) memcpy(tmp + i * n, x + i * ld, (size_t)n * sizeof *x);
+        x = tmp;
+    }
+    ts_stats_sums_add(a, x, rows * n);
+}
+
+/* keys of the row's tile j0 (n of them) that the mask leaves out: those
+ * from its end on, and those masked before it */
+static int64_t masked_keys(const ts_attn_geom *g, const int32_t *m, int64_t end, int64_t j0, int64_t n) {
+    int64_t live = end - j0 < n ? end - j0 : n, k = n - (live > 0 ? live : 0);
+    for (int64_t j = 0; j < live; j++) k += m[(j0 + j) * g->ms[3]] != 0;
+    return k;
+}
+
+/* the block's masked scaled scores of tile j0 (n keys, -inf where masked)
+ * into the sums, the masked ones as the twin's fill */
+static void masked_sums(const att_job *a, ts_stats_sums *ms, const float *sc, float *tmp, int64_t b, int64_t h, int64_t i0, int64_t qb,
+                        const int32_t *e, int64_t j0, int64_t n) {
+    const ts_attn_geom *g = a->g;
+    rows_sums(ms, sc, qb, n, ATT_TILE, tmp);
+    int64_t k = 0;
+    for (int64_t i = 0; i < qb; i++) k += masked_keys(g, mask_row(g, b, h, i0 + i), e[i], j0, n);
+    ms->neg_infs -= k, ms->count -= k;
+    ts_stats_sums_repeat(ms, a->sums->fill, k);
+}
+
+/* the raw scores of the block's keys [from, S) (past its last) into the
+ * sums, through the slot's room x */
+static void raw_sums_past(const att_job *a, ts_stats_sums *rs, float *x, const float *qi, const float *k, int64_t qb, int64_t from) {
+    const ts_attn_geom *g = a->g;
+    for (int64_t j0 = from; j0 < g->S; j0 += ATT_TILE) {
+        int64_t n = g->S - j0 < ATT_TILE ? g->S - j0 : ATT_TILE;
+        ts_gemm_serial(false, true, qb, n, g->D, qi, g->D, k + j0 * g->D, g->D, 0.0f, x, n);
+        ts_stats_sums_add(rs, x, qb * n);
+    }
+}
+
+/* The block's probabilities into the sums, by way of the room x: p holds
+ * a single tile's e^(s - max) (n keys; a row all masked: zeros), whose
+ * sums `sum` are known; several tiles (p NULL) are computed again from
+ * the rows' log-sum-exps. */
+static void prob_sums(const att_job *a, ts_stats_sums *ps, float *p, const float *sum, float *x, const float *qi, const float *k, int64_t b,
+                      int64_t h, int64_t i0, int64_t qb, const int32_t *e, const float *lse, int64_t last) {
+    const ts_attn_geom *g = a->g;
+    float even = 1.0f / (float)g->S; /* a row whose keys are all masked */
+    int64_t full = 0;
+    for (int64_t i = 0; i < qb; i++) full += lse[i] == INFINITY;
+    for (int64_t j0 = 0; j0 < last; j0 += ATT_TILE) {
+        int64_t n = last - j0 < ATT_TILE ? last - j0 : ATT_TILE; /* rows n apart in x */
+        if (!p) ts_gemm_serial(false, true, qb, n, g->D, qi, g->D, k + j0 * g->D, g->D, 0.0f, x, n);
+        for (int64_t i = 0; i < qb; i++) {
+            float *r = x + i * n, l = lse[i], inv = p && sum[i] > 0.0f ? 1.0f / sum[i] : 0.0f;
+            const float *pi = p ? p + i * ATT_TILE : NULL;
+            if (l == INFINITY)
+                for (int64_t j = 0; j < n; j++) r[j] = even;
+            else if (p)
+                for (int64_t j = 0; j < n; j++) r[j] = pi[j] * inv;
+            else {
+                scale_mask(g, r, mask_row(g, b, h, i0 + i), e[i], j0, n);
+                for (int64_t j = 0; j < n; j++) r[j] = ts_vexp(r[j] - l);
+            }
+        }
+        ts_stats_sums_add(ps, x, qb * n);
+    }
+    ts_stats_sums_repeat(ps, 0.0f, (qb - full) * (g->S - last));
+    ts_stats_sums_repeat(ps, even, full * (g->S - last));
+}
+
 static void fwd_pair(const att_job *a, float *ws, int64_t bh, ends_held *held) {
     const ts_attn_geom *g = a->g;
     int64_t b = bh / g->H, h = bh % g->H, T = g->T, S = g->S, D = g->D, Dv = g->Dv, kh = b * g->Hk + h / (g->H / g->Hk);
     const float *q = a->q + bh * T * D, *k = a->k + kh * S * D, *v = a->v + kh * S * Dv;
     float *out = a->out + bh * T * Dv, *lse = a->lse + bh * T;
-    float *sc = ws, *mrow = sc + 2 * ATT_TILE * ATT_TILE, *sum = mrow + ATT_TILE;
+    float *sc = ws, *room = sc + ATT_TILE * ATT_TILE, *mrow = sc + 2 * ATT_TILE * ATT_TILE, *sum = mrow + ATT_TILE;
     int32_t *end = (int32_t *)(void *)(sum + 2 * ATT_TILE);
+    unsigned want = a->sums ? a->sums->want : 0;
+    ts_stats_sums *tw = a->sums ? a->sums->pairs + bh * TS_ATT_ROLES : NULL;
     for (int64_t i0 = 0; i0 < T; i0 += ATT_QB) {
         int64_t qb = T - i0 < ATT_QB ? T - i0 : ATT_QB, last = 0;
         const int32_t *e = group_ends(g, b, h, i0, end, held);
         for (int64_t i = 0; i < qb; i++) last = e[i] > last ? e[i] : last;
-        float *ob = out + i0 * Dv;
+        float *ob = out + i0 * Dv, mx[ATT_QB];
         for (int64_t i = 0; i < qb; i++) mrow[i] = -INFINITY, sum[i] = 0.0f;
         memset(ob, 0, (size_t)(qb * Dv) * sizeof *ob);
         for (int64_t j0 = 0; j0 < last; j0 += ATT_TILE) {
             int64_t n = last - j0 < ATT_TILE ? last - j0 : ATT_TILE; /* the keys a row of the block sees */
             ts_gemm_serial(false, true, qb, n, D, q + i0 * D, D, k + j0 * D, D, 0.0f, sc, ATT_TILE);
+            if (want & 1u << TS_ATT_RAW) rows_sums(&tw[TS_ATT_RAW], sc, qb, n, ATT_TILE, room);
+            for (int64_t i = 0; i < qb; i++) mx[i] = scale_mask(g, sc + i * ATT_TILE, mask_row(g, b, h, i0 + i), e[i], j0, n);
+            if (want & 1u << TS_ATT_MASKED) masked_sums(a, &tw[TS_ATT_MASKED], sc, room, b, h, i0, qb, e, j0, n);
             for (int64_t i = 0; i < qb; i++) {
                 float *s = sc + i * ATT_TILE, *oi = ob + i * Dv;
-                float mx = scale_mask(g, s, mask_row(g, b, h, i0 + i), e[i], j0, n);
-                if (mx == -INFINITY) { /* every key of the tile masked: nothing from it */
+                if (mx[i] == -INFINITY) { /* every key of the tile masked: nothing from it */
                     memset(s, 0, (size_t)n * sizeof *s);
                     continue;
                 }
-                if (mx > mrow[i]) { /* a larger max: what the row holds is rescaled */
-                    float c = ts_vexp(mrow[i] - mx);
+                if (mx[i] > mrow[i]) { /* a larger max: what the row holds is rescaled */
+                    float c = ts_vexp(mrow[i] - mx[i]);
                     sum[i] *= c;
                     for (int64_t d = 0; d < Dv; d++) oi[d] *= c;
-                    mrow[i] = mx;
+                    mrow[i] = mx[i];
                 }
                 sum[i] += exp_sum(s, n, mrow[i]);
             }
@@ -222,6 +312,12 @@ static void fwd_pair(const att_job *a, float *ws, int64_t bh, ends_held *held) {
             for (int64_t d = 0; d < Dv; d++) oi[d] /= (float)S;
             lse[i0 + i] = INFINITY;
         }
+        if (!want) continue;
+        if (want & 1u << TS_ATT_RAW && last < S) raw_sums_past(a, &tw[TS_ATT_RAW], room, q + i0 * D, k, qb, last);
+        if (want & 1u << TS_ATT_MASKED) ts_stats_sums_repeat(&tw[TS_ATT_MASKED], a->sums->fill, qb * (S - last));
+        if (want & 1u << TS_ATT_PROB)
+            prob_sums(a, &tw[TS_ATT_PROB], last <= ATT_TILE ? sc : NULL, sum, room, q + i0 * D, k, b, h, i0, qb, e, lse + i0, last);
+        if (want & 1u << TS_ATT_OUT) ts_stats_sums_add(&tw[TS_ATT_OUT], ob, qb * Dv);
     }
 }
 
@@ -527,8 +623,9 @@ static void copies_route(att_job *a) {
     a->kernel = a->dc_qk && a->dc_pv;
 }
 
-void ts_attention_forward(ts_pool *p, float *ws, float *out, float *lse, const float *q, const float *k, const float *v, const ts_attn_geom *g) {
-    att_job a = {.g = g, .slots = slots(g, ts_pool_threads(p)), .ws = ws, .out = out, .lse = lse, .q = q, .k = k, .v = v};
+void ts_attention_forward(ts_pool *p, float *ws, float *out, float *lse, const float *q, const float *k, const float *v, const ts_attn_geom *g,
+                          const ts_att_sums *sums) {
+    att_job a = {.g = g, .sums = g->copies ? NULL : sums, .slots = slots(g, ts_pool_threads(p)), .ws = ws, .out = out, .lse = lse, .q = q, .k = k, .v = v};
     copies_route(&a);
     ts_gemm_serial_begin();
     ts_pool_for(p, a.slots, 1, fwd_slots, &a);

@@ -10,6 +10,8 @@
 #include "backend/pool.h"
 #include "graph/graph.h"
 
+struct ts_att_sums;
+
 /* Binary kinds from here on are ew_math.h's TS_EWB_* (kind - TS_BIN_EW). */
 #define TS_BIN_EW 16
 
@@ -145,7 +147,10 @@ typedef struct ts_attn_geom {
     ts_dtype copy_dtype;
 } ts_attn_geom;
 size_t ts_attention_workspace(const ts_attn_geom *g, int threads);
-void ts_attention_forward(ts_pool *p, float *ws, float *out, float *lse, const float *q, const float *k, const float *v, const ts_attn_geom *g);
+/* sums: the twin's summaries to take (backend.h's ts_att_sums; NULL: none;
+ * the f32 form only: under 16-bit copies the executor runs the twin) */
+void ts_attention_forward(ts_pool *p, float *ws, float *out, float *lse, const float *q, const float *k, const float *v, const ts_attn_geom *g,
+                          const struct ts_att_sums *sums);
 void ts_attention_backward(ts_pool *p, float *ws, float *dq, float *dk, float *dv, const float *dout, const float *q, const float *k,
                            const float *v, const float *out, const float *lse, const ts_attn_geom *g, unsigned store);
 
