@@ -24,6 +24,9 @@
  *   scores counted as -Inf);
  * - a histogram watch on the probabilities, which the pass does not take:
  *   the twin's ops run;
+ * - a twin of other ops (an additive mask, v through an op of its own, as
+ *   an ONNX file's): its probabilities and output still the pass's, its
+ *   scores not (watching them runs the twin);
  * - every stability signal of the GPT: each head's max logit, from the
  *   pass's summaries of the scores the softmax reads. */
 #include <math.h>
@@ -250,6 +253,61 @@ static void masked_case(const char *what, float fill, const int32_t *mask) {
     free(init), free(w);
 }
 
+/* A twin the pass names only in part (an ONNX file's: an additive mask,
+ * v through an op of its own, as grouped-query heads' repeat): its
+ * probabilities and output are the pass's whatever ops come before;
+ * the scores before the softmax are not, and watching them runs the
+ * twin */
+static ts_tensor *additive_graph(ts_graph *g, const float *init, const float *madd) {
+    int64_t shape[4] = {NB, NH, TT, SD}, ms[4] = {NB, 1, 1, TT};
+    ts_tensor *x[3];
+    const char *names[3] = {"q", "k", "v"};
+    for (int i = 0; i < 3; i++) {
+        x[i] = ts_param(g, names[i], 4, shape);
+        ts_array a = ts_array_f32((float *)(init + i * NB * NH * TT * SD), 4, shape);
+        CHECK_OK(ts_param_set(x[i], &a), "set %s", names[i]);
+    }
+    ts_tensor *mask = ts_input(g, "mask", TS_I32, 4, ms), *w = ts_input(g, "w", TS_F32, 4, shape);
+    ts_tensor *bias = ts_constant(g, "bias", &(ts_array){.dtype = TS_F32, .ndim = 4, .shape = {NB, 1, 1, TT}, .data = (void *)madd});
+    ts_tensor *sc = ts_add(g, ts_scale(g, ts_matmul_batched(g, x[0], x[1], 0, 1), 0.25f), bias), *pr = ts_softmax(g, sc, -1);
+    ts_tensor *out = ts_matmul_batched(g, pr, ts_scale(g, x[2], 1.0f), 0, 0);
+    ts_tensor_set_name(sc, "scores"), ts_tensor_set_name(pr, "probs"), ts_tensor_set_name(out, "out");
+    ts_tensor *o = ts_attention(g, x[0], x[1], x[2], mask, 0.25f, out);
+    return ts_sum(g, ts_mul(g, o, w));
+}
+
+static void additive_case(const int32_t *mask) {
+    int64_t n = NB * NH * TT * SD;
+    float *init = malloc((size_t)(3 * n) * sizeof *init), *w = malloc((size_t)n * sizeof *w), madd[NB * TT];
+    for (int64_t i = 0; i < 3 * n; i++) init[i] = 2.0f * urand();
+    for (int64_t i = 0; i < n; i++) w[i] = urand();
+    for (int i = 0; i < NB * TT; i++) madd[i] = mask[i] ? -INFINITY : 0.0f;
+    const char *watches[3] = {"[po]*", "[po]*", "[spo]*"}, *anchors[3] = {NULL, "probs", NULL};
+    ts_graph *g[3];
+    ts_model *m[3];
+    for (int k = 0; k < 3; k++) {
+        g[k] = ts_graph_new(1);
+        m[k] = model(g[k], additive_graph(g[k], init, madd), 2, watches[k], TS_WATCH_STATS, anchors[k], 1);
+    }
+    const char *in_names[2] = {"mask", "w"};
+    ts_array in[2] = {ts_array_i32((int32_t *)mask, 4, (int64_t[]){NB, 1, 1, TT}), ts_array_f32(w, 4, (int64_t[]){NB, NH, TT, SD})};
+    bool ran[3] = {false, false, false};
+    for (int k = 0; k < 3 && m[0] && m[1] && m[2]; k++) {
+        ts_metrics_reset();
+        CHECK_OK(ts_model_run(m[k], in_names, in, 2), "an additive mask's twin, model %d", k);
+        ran[k] = timed("Softmax");
+    }
+    CHECK(!ran[0] && ran[1] && ran[2], "an additive mask's twin: the one pass with its probabilities and output watched (%d), the twin's ops "
+          "with them anchored (%d) and with the scores watched (%d)", !ran[0], ran[1], ran[2]);
+    printf("an additive mask's twin:\n");
+    for (int i = 0; i < 2 && m[0] && m[1]; i++) {
+        const char *name = i ? "out" : "probs";
+        compare(name, result(m[0], name, 0), result(m[1], name, 0));
+    }
+    for (int k = 0; k < 3; k++) ts_model_free(m[k]), ts_graph_free(g[k]);
+    free(init), free(w);
+}
+
 int main(void) {
     for (int i = 0; i < B * T; i++) tokens[i] = (int32_t)((urand() + 1.0f) * 0.5f * V) % V, targets[i] = (int32_t)((urand() + 1.0f) * 0.5f * V) % V;
     gpt_case();
@@ -259,5 +317,6 @@ int main(void) {
     masked_case("padding, a sample all padding, fill -1e30", -1e30f, pad);
     for (int j = 0; j < TT; j++) pad[TT + j] = j % 3 == 1; /* sample 1: every third key */
     masked_case("padding, fill -inf", -INFINITY, pad);
+    additive_case(pad);
     return check_summary("test_attention_watch");
 }

@@ -1402,18 +1402,24 @@ static void mark_checks(const ts_model_def *m, ts_prog *p) {
     }
 }
 
-/* The roles of fusion fu's twin (ts_fusion.role) where it is built as
- * ts_attention describes, on f32 values (no 16-bit copies): out =
- * BatchMatMul(P, v), P = Softmax over the keys of MaskedFill(Scale(raw,
- * scale), mask) (the MaskedFill and the Scale each optional: a scale of
- * 1), raw = BatchMatMul(q, k transposed). A role up the chain only where
- * every one below it holds (fu->role all -1 before). */
-static void twin_roles(const ts_graph *g, const ts_tensor *att, ts_fusion *fu) {
+/* The roles of fusion fu's twin (ts_fusion.role) on f32 values (no
+ * 16-bit copies): its result is the pass's output whatever ops make it;
+ * where that is BatchMatMul(P, v) (v as the file has it: repeated for
+ * grouped-query heads, say), P = Softmax over the keys, [B,H,T,S], is the
+ * pass's probabilities; where the twin is built as ts_attention describes,
+ * P = Softmax(MaskedFill(Scale(raw, scale), mask)) (the MaskedFill and the
+ * Scale each optional: a scale of 1), raw = BatchMatMul(q, k transposed),
+ * those too. A role up the chain only where every one below it holds
+ * (fu->role all -1 before). */
+static void twin_roles(const ts_graph *g, const ts_prog *p, const ts_tensor *att, ts_fusion *fu) {
     const ts_tensor *o = g->t[att->in[4]];
-    if (o->op != TS_OP_BATCH_MATMUL || o->attr[0] || o->attr[1] || o->in[1] != att->in[2]) return;
+    fu->role[TS_TWIN_OUT] = o->id;
+    if (o->op != TS_OP_BATCH_MATMUL || o->attr[0] || o->attr[1]) return;
     const ts_tensor *pr = g->t[o->in[0]], *x;
-    if (pr->op != TS_OP_SOFTMAX || (pr->iparam != -1 && pr->iparam != pr->shape.ndim - 1) || pr->shape.ndim != 4) return;
-    fu->role[TS_TWIN_OUT] = o->id, fu->role[TS_TWIN_PROB] = pr->id;
+    const ts_shape *q = &p->shape[att->in[0]], *k = &p->shape[att->in[1]], *ps = &p->shape[pr->id];
+    ts_shape scores = {4, {q->d[0], q->d[1], q->d[2], k->d[2]}};
+    if (pr->op != TS_OP_SOFTMAX || (pr->iparam != -1 && pr->iparam != ps->ndim - 1) || !ts_shape_equal(ps, &scores)) return;
+    fu->role[TS_TWIN_PROB] = pr->id;
     x = g->t[pr->in[0]];
     if (x->op == TS_OP_MASKED_FILL) {
         if (x->in[1] != att->in[3]) return;
@@ -1495,7 +1501,7 @@ static ts_status find_fusions(const ts_model_def *m, ts_prog *p) {
         const ts_tensor *t = g->t[fu->node];
         for (int r = 0; r < TS_TWIN_ROLES; r++) fu->role[r] = -1;
         if (fu->why_not || ts_attention_copies(t).which) continue;
-        twin_roles(g, t, fu);
+        twin_roles(g, p, t, fu);
         int64_t pairs = p->shape[t->in[0]].d[0] * p->shape[t->in[0]].d[1];
         p->twin_pairs = pairs > p->twin_pairs ? pairs : p->twin_pairs;
     }
