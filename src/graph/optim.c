@@ -177,6 +177,12 @@ static inline __attribute__((always_inline)) void step_vec(int kind, const step_
     if (na) norm_add(kind, k, *g, w0, *w, a, b, q, na);
 }
 
+/* The float lanes a loop adds to, from a into to (the double lanes and
+ * the count are not touched in it) */
+static inline void vacc_lanes(ts_vacc *to, const ts_vacc *a) {
+    to->s = a->s, to->q = a->q, to->q2 = a->q2, to->mn = a->mn, to->mx = a->mx, to->z = a->z;
+}
+
 /* Whole vectors [begin, end): the update, each gradient vector summarised
  * (shifted by cg) into ag as read and each parameter vector (cp, ap) as
  * written, two vectors at a time, the squares of the first of each two in
@@ -190,24 +196,37 @@ static inline __attribute__((always_inline)) void step_loop(int kind, const ts_o
     const step_k k = step_consts(o, c);
     float *sa, *sb;
     step_state(kind, s, &sa, &sb);
+    /* the sums in locals for the loop: through the callers' pointers the
+     * compiler kept them in memory, each a chain of loads and stores (it
+     * cannot tell them from the optimizer state a momentum step stores):
+     * SGD with momentum over 48,000 values with both summaries took 16.8
+     * us, against 12.4 for the plain step and two passes of summaries */
+    ts_vacc lg, lp;
+    norm_acc l0, l1;
+    ts_vacc *xg = ag ? (vacc_lanes(&lg, ag), &lg) : NULL, *xp = ap ? (vacc_lanes(&lp, ap), &lp) : NULL;
+    norm_acc *x0 = n0 ? (l0 = *n0, &l0) : NULL, *x1 = n1 ? (l1 = *n1, &l1) : NULL;
     ts_vfloat g0, w0, g1, w1;
     int64_t i = begin;
     for (; i + 2 * V <= end; i += 2 * V) {
-        step_vec(kind, &k, sa, sb, p, gr, i, &g0, &w0, n0);
-        step_vec(kind, &k, sa, sb, p, gr, i + V, &g1, &w1, n1);
+        step_vec(kind, &k, sa, sb, p, gr, i, &g0, &w0, x0);
+        step_vec(kind, &k, sa, sb, p, gr, i + V, &g1, &w1, x1);
         if (kind == STEP_MOMENTUM) { /* see ts_vacc_add2_fma */
-            if (ag) ts_vacc_add2(ag, g0, g1, cg);
-            if (ap) ts_vacc_add2(ap, w0, w1, cp);
+            if (xg) ts_vacc_add2(xg, g0, g1, cg);
+            if (xp) ts_vacc_add2(xp, w0, w1, cp);
         } else {
-            if (ag) ts_vacc_add2_fma(ag, g0, g1, cg);
-            if (ap) ts_vacc_add2_fma(ap, w0, w1, cp);
+            if (xg) ts_vacc_add2_fma(xg, g0, g1, cg);
+            if (xp) ts_vacc_add2_fma(xp, w0, w1, cp);
         }
     }
     if (i < end) {
-        step_vec(kind, &k, sa, sb, p, gr, i, &g0, &w0, n0);
-        if (ag) ts_vacc_add(ag, g0, cg);
-        if (ap) ts_vacc_add(ap, w0, cp);
+        step_vec(kind, &k, sa, sb, p, gr, i, &g0, &w0, x0);
+        if (xg) ts_vacc_add(xg, g0, cg);
+        if (xp) ts_vacc_add(xp, w0, cp);
     }
+    if (ag) vacc_lanes(ag, &lg);
+    if (ap) vacc_lanes(ap, &lp);
+    if (n0) *n0 = l0;
+    if (n1) *n1 = l1;
 }
 
 /* The last n < TS_STATS_VEC values at i, through one padded vector. */
