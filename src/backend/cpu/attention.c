@@ -7,7 +7,9 @@
  * pair of it by blocks of ATT_QB queries against tiles of ATT_TILE keys: a
  * block's scores against a tile, and what they give back, are products on
  * a one-thread OpenBLAS into the thread's workspace slot (one tile of
- * scores, and in the backward one of their gradients: 32 KB). The forward
+ * scores, and in the backward one of their gradients: 32 KB; the tile of
+ * keys, or values, a product reads transposed is transposed into the slot
+ * first: times_tile_t). The forward
  * keeps a running max and sum per query row (the flash-attention
  * recurrence: a new tile's larger max rescales what the row holds),
  * accumulating in the output rows, and leaves each row's log-sum-exp for
@@ -73,13 +75,25 @@ static copy_slot copy_layout(const ts_attn_geom *g, float *ws, size_t *floats) {
     return c;
 }
 
+/* A tile of keys (or values) transposed, [max(D, Dv), ATT_TILE], at the
+ * end of the f32 form's slot: the scores' products without a transposed
+ * side (ts_transpose_serial) */
+static int64_t tile_t_floats(const ts_attn_geom *g) { return (g->D > g->Dv ? g->D : g->Dv) * ATT_TILE; }
+
+/* x [rows, n] of a tile j0's rows of keys x (row length d) times rows^T:
+ * c (ldc) = x_rows . rows[j0 .. j0 + n)^T, through the transposed tile in t */
+static void times_tile_t(int64_t m, int64_t n, int64_t d, const float *x, const float *rows, float *t, float *c, int64_t ldc) {
+    ts_transpose_serial(n, d, rows, d, t, n);
+    ts_gemm_serial(false, false, m, n, d, x, d, t, n, 0.0f, c, ldc);
+}
+
 /* floats of one thread's slot: a tile of scores (then probabilities),
  * one of their gradients, and per query row of the block its max, sum,
  * dO . O and the end of its unmasked keys; or the 16-bit copies' form
  * (copy_layout), whichever is larger: the workspace is sized from the
  * shapes alone, before a node says which it runs */
 static size_t slot_floats(const ts_attn_geom *g) {
-    size_t f32 = (size_t)(2 * ATT_TILE * ATT_TILE + 4 * ATT_TILE), copies;
+    size_t f32 = (size_t)(2 * ATT_TILE * ATT_TILE + 4 * ATT_TILE + tile_t_floats(g)), copies;
     copy_layout(g, NULL, &copies);
     return f32 > copies ? f32 : copies;
 }
@@ -219,12 +233,12 @@ static void masked_sums(const att_job *a, ts_stats_sums *ms, const float *sc, fl
 }
 
 /* the raw scores of the block's keys [from, S) (past its last) into the
- * sums, through the slot's room x */
-static void raw_sums_past(const att_job *a, ts_stats_sums *rs, float *x, const float *qi, const float *k, int64_t qb, int64_t from) {
+ * sums, through the slot's room x (and kt, times_tile_t's) */
+static void raw_sums_past(const att_job *a, ts_stats_sums *rs, float *x, float *kt, const float *qi, const float *k, int64_t qb, int64_t from) {
     const ts_attn_geom *g = a->g;
     for (int64_t j0 = from; j0 < g->S; j0 += ATT_TILE) {
         int64_t n = g->S - j0 < ATT_TILE ? g->S - j0 : ATT_TILE;
-        ts_gemm_serial(false, true, qb, n, g->D, qi, g->D, k + j0 * g->D, g->D, 0.0f, x, n);
+        times_tile_t(qb, n, g->D, qi, k + j0 * g->D, kt, x, n);
         ts_stats_sums_add(rs, x, qb * n);
     }
 }
@@ -233,15 +247,15 @@ static void raw_sums_past(const att_job *a, ts_stats_sums *rs, float *x, const f
  * a single tile's e^(s - max) (n keys; a row all masked: zeros), whose
  * sums `sum` are known; several tiles (p NULL) are computed again from
  * the rows' log-sum-exps. */
-static void prob_sums(const att_job *a, ts_stats_sums *ps, float *p, const float *sum, float *x, const float *qi, const float *k, int64_t b,
-                      int64_t h, int64_t i0, int64_t qb, const int32_t *e, const float *lse, int64_t last) {
+static void prob_sums(const att_job *a, ts_stats_sums *ps, float *p, const float *sum, float *x, float *kt, const float *qi, const float *k,
+                      int64_t b, int64_t h, int64_t i0, int64_t qb, const int32_t *e, const float *lse, int64_t last) {
     const ts_attn_geom *g = a->g;
     float even = 1.0f / (float)g->S; /* a row whose keys are all masked */
     int64_t full = 0;
     for (int64_t i = 0; i < qb; i++) full += lse[i] == INFINITY;
     for (int64_t j0 = 0; j0 < last; j0 += ATT_TILE) {
         int64_t n = last - j0 < ATT_TILE ? last - j0 : ATT_TILE; /* rows n apart in x */
-        if (!p) ts_gemm_serial(false, true, qb, n, g->D, qi, g->D, k + j0 * g->D, g->D, 0.0f, x, n);
+        if (!p) times_tile_t(qb, n, g->D, qi, k + j0 * g->D, kt, x, n);
         for (int64_t i = 0; i < qb; i++) {
             float *r = x + i * n, l = lse[i], inv = p && sum[i] > 0.0f ? 1.0f / sum[i] : 0.0f;
             const float *pi = p ? p + i * ATT_TILE : NULL;
@@ -267,6 +281,7 @@ static void fwd_pair(const att_job *a, float *ws, int64_t bh, ends_held *held) {
     float *out = a->out + bh * T * Dv, *lse = a->lse + bh * T;
     float *sc = ws, *room = sc + ATT_TILE * ATT_TILE, *mrow = sc + 2 * ATT_TILE * ATT_TILE, *sum = mrow + ATT_TILE;
     int32_t *end = (int32_t *)(void *)(sum + 2 * ATT_TILE);
+    float *kt = ws + 2 * ATT_TILE * ATT_TILE + 4 * ATT_TILE;
     unsigned want = a->sums ? a->sums->want : 0;
     ts_stats_sums *tw = a->sums ? a->sums->pairs + bh * TS_ATT_ROLES : NULL;
     for (int64_t i0 = 0; i0 < T; i0 += ATT_QB) {
@@ -278,7 +293,7 @@ static void fwd_pair(const att_job *a, float *ws, int64_t bh, ends_held *held) {
         memset(ob, 0, (size_t)(qb * Dv) * sizeof *ob);
         for (int64_t j0 = 0; j0 < last; j0 += ATT_TILE) {
             int64_t n = last - j0 < ATT_TILE ? last - j0 : ATT_TILE; /* the keys a row of the block sees */
-            ts_gemm_serial(false, true, qb, n, D, q + i0 * D, D, k + j0 * D, D, 0.0f, sc, ATT_TILE);
+            times_tile_t(qb, n, D, q + i0 * D, k + j0 * D, kt, sc, ATT_TILE);
             if (want & 1u << TS_ATT_RAW) rows_sums(&tw[TS_ATT_RAW], sc, qb, n, ATT_TILE, room);
             for (int64_t i = 0; i < qb; i++) mx[i] = scale_mask(g, sc + i * ATT_TILE, mask_row(g, b, h, i0 + i), e[i], j0, n);
             if (want & 1u << TS_ATT_MASKED) masked_sums(a, &tw[TS_ATT_MASKED], sc, room, b, h, i0, qb, e, j0, n);
@@ -313,10 +328,10 @@ static void fwd_pair(const att_job *a, float *ws, int64_t bh, ends_held *held) {
             lse[i0 + i] = INFINITY;
         }
         if (!want) continue;
-        if (want & 1u << TS_ATT_RAW && last < S) raw_sums_past(a, &tw[TS_ATT_RAW], room, q + i0 * D, k, qb, last);
+        if (want & 1u << TS_ATT_RAW && last < S) raw_sums_past(a, &tw[TS_ATT_RAW], room, kt, q + i0 * D, k, qb, last);
         if (want & 1u << TS_ATT_MASKED) ts_stats_sums_repeat(&tw[TS_ATT_MASKED], a->sums->fill, qb * (S - last));
         if (want & 1u << TS_ATT_PROB)
-            prob_sums(a, &tw[TS_ATT_PROB], last <= ATT_TILE ? sc : NULL, sum, room, q + i0 * D, k, b, h, i0, qb, e, lse + i0, last);
+            prob_sums(a, &tw[TS_ATT_PROB], last <= ATT_TILE ? sc : NULL, sum, room, kt, q + i0 * D, k, b, h, i0, qb, e, lse + i0, last);
         if (want & 1u << TS_ATT_OUT) ts_stats_sums_add(&tw[TS_ATT_OUT], ob, qb * Dv);
     }
 }
@@ -330,6 +345,7 @@ static void bwd_pair(const att_job *a, float *ws, int64_t bh, ends_held *held) {
     bool first = h % (g->H / g->Hk) == 0; /* the group's first query head: dk and dv start here */
     float *pt = ws, *ds = pt + ATT_TILE * ATT_TILE, *dd = ds + ATT_TILE * ATT_TILE;
     int32_t *end = (int32_t *)(void *)(dd + 3 * ATT_TILE);
+    float *tt = ws + 2 * ATT_TILE * ATT_TILE + 4 * ATT_TILE; /* a tile of keys or values transposed */
     /* the first writer of a gradient clears it here, while the pair's
      * slice is about to be in cache anyway, rather than in a pass before */
     if (dq && (a->store & 1u)) memset(dq, 0, (size_t)(T * D) * sizeof *dq);
@@ -353,14 +369,14 @@ static void bwd_pair(const att_job *a, float *ws, int64_t bh, ends_held *held) {
         }
         for (int64_t j0 = 0; j0 < last; j0 += ATT_TILE) {
             int64_t n = last - j0 < ATT_TILE ? last - j0 : ATT_TILE; /* the keys a row of the block sees */
-            ts_gemm_serial(false, true, qb, n, D, q + i0 * D, D, k + j0 * D, D, 0.0f, pt, ATT_TILE);
+            times_tile_t(qb, n, D, q + i0 * D, k + j0 * D, tt, pt, ATT_TILE);
             for (int64_t i = 0; i < qb; i++) { /* the probabilities, again */
                 float *p = pt + i * ATT_TILE, l = lse[i0 + i];
                 scale_mask(g, p, mask_row(g, b, h, i0 + i), e[i], j0, n);
                 for (int64_t j = 0; j < n; j++) p[j] = ts_vexp(p[j] - l);
             }
             if (dv) ts_gemm_serial(true, false, n, Dv, qb, pt, ATT_TILE, gb, Dv, 1.0f, dv + j0 * Dv, Dv);
-            ts_gemm_serial(false, true, qb, n, Dv, gb, Dv, v + j0 * Dv, Dv, 0.0f, ds, ATT_TILE);
+            times_tile_t(qb, n, Dv, gb, v + j0 * Dv, tt, ds, ATT_TILE);
             for (int64_t i = 0; i < qb; i++) { /* the scores' gradient, times the scale */
                 const float *p = pt + i * ATT_TILE;
                 float *d = ds + i * ATT_TILE, di = dd[i];

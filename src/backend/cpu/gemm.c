@@ -47,6 +47,10 @@ void ts_gemm_serial(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const flo
     sgemm(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
 }
 
+void ts_transpose_serial(int64_t rows, int64_t cols, const float *a, int64_t lda, float *t, int64_t ldt) {
+    cblas_somatcopy(CblasRowMajor, CblasTrans, (int)rows, (int)cols, 1.0f, a, (int)lda, t, (int)ldt);
+}
+
 typedef struct gemm_job {
     bool ta, tb, by_rows;
     int64_t M, N, K;
