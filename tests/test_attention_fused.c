@@ -31,6 +31,7 @@
 
 #include "check.h"
 #include "graph/graph.h"
+#include "qkv.h"
 #include "rand.h"
 #include "reference.h"
 #include "tensorscope.h"
@@ -178,12 +179,7 @@ enum { NB = 2, NH = 2, SD = 16 };
 static ts_tensor *masked_graph(ts_graph *g, int64_t TT, int nm, const int64_t *m, const float *init, const char **probs) {
     int64_t shape[4] = {NB, NH, TT, SD};
     ts_tensor *x[3];
-    const char *names[3] = {"q", "k", "v"};
-    for (int i = 0; i < 3; i++) {
-        x[i] = ts_param(g, names[i], 4, shape);
-        ts_array a = ts_array_f32((float *)(init + i * NB * NH * TT * SD), 4, shape);
-        CHECK_OK(ts_param_set(x[i], &a), "set %s", names[i]);
-    }
+    qkv_params(g, shape, init, x);
     ts_tensor *mask = ts_input(g, "mask", TS_I32, nm, m), *w = ts_input(g, "w", TS_F32, 4, shape);
     float scale = 0.25f;
     ts_tensor *p = ts_softmax(g, ts_masked_fill(g, ts_scale(g, ts_matmul_batched(g, x[0], x[1], 0, 1), scale), mask, -1e30f), -1);

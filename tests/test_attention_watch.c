@@ -36,6 +36,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "qkv.h"
 #include "rand.h"
 #include "tensorscope.h"
 
@@ -209,12 +210,7 @@ static const char *const twin_names[] = {"raw", "scaled", "masked", "probs", "ou
 static ts_tensor *masked_graph(ts_graph *g, const float *init, float fill) {
     int64_t shape[4] = {NB, NH, TT, SD};
     ts_tensor *x[3];
-    const char *names[3] = {"q", "k", "v"};
-    for (int i = 0; i < 3; i++) {
-        x[i] = ts_param(g, names[i], 4, shape);
-        ts_array a = ts_array_f32((float *)(init + i * NB * NH * TT * SD), 4, shape);
-        CHECK_OK(ts_param_set(x[i], &a), "set %s", names[i]);
-    }
+    qkv_params(g, shape, init, x);
     ts_tensor *mask = ts_input(g, "mask", TS_I32, 4, (int64_t[]){NB, 1, 1, TT}), *w = ts_input(g, "w", TS_F32, 4, shape);
     ts_tensor *t[5];
     t[0] = ts_matmul_batched(g, x[0], x[1], 0, 1);
@@ -261,12 +257,7 @@ static void masked_case(const char *what, float fill, const int32_t *mask) {
 static ts_tensor *additive_graph(ts_graph *g, const float *init, const float *madd) {
     int64_t shape[4] = {NB, NH, TT, SD}, ms[4] = {NB, 1, 1, TT};
     ts_tensor *x[3];
-    const char *names[3] = {"q", "k", "v"};
-    for (int i = 0; i < 3; i++) {
-        x[i] = ts_param(g, names[i], 4, shape);
-        ts_array a = ts_array_f32((float *)(init + i * NB * NH * TT * SD), 4, shape);
-        CHECK_OK(ts_param_set(x[i], &a), "set %s", names[i]);
-    }
+    qkv_params(g, shape, init, x);
     ts_tensor *mask = ts_input(g, "mask", TS_I32, 4, ms), *w = ts_input(g, "w", TS_F32, 4, shape);
     ts_tensor *bias = ts_constant(g, "bias", &(ts_array){.dtype = TS_F32, .ndim = 4, .shape = {NB, 1, 1, TT}, .data = (void *)madd});
     ts_tensor *sc = ts_add(g, ts_scale(g, ts_matmul_batched(g, x[0], x[1], 0, 1), 0.25f), bias), *pr = ts_softmax(g, sc, -1);
