@@ -29,9 +29,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attention_case.h"
 #include "check.h"
 #include "graph/graph.h"
-#include "qkv.h"
 #include "rand.h"
 #include "reference.h"
 #include "tensorscope.h"
@@ -77,15 +77,6 @@ static ts_status step(ts_model *m) {
     const char *names[2] = {"tokens", "targets"};
     ts_array in[2] = {ts_array_i32(tokens, 2, (int64_t[]){B, T}), ts_array_i32(targets, 2, (int64_t[]){B, T})};
     return ts_model_run(m, names, in, 2);
-}
-
-/* whether the metrics since the last reset time op `op` */
-static bool timed(const char *op) {
-    char *r = ts_metrics_report(), name[64];
-    snprintf(name, sizeof name, "OpTime.%s", op);
-    bool yes = r && strstr(r, name) != NULL;
-    free(r);
-    return yes;
 }
 
 static void compare_anchor(ts_model *a, ts_model *b, const char *name, double rtol, double atol) {

@@ -35,23 +35,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attention_case.h"
 #include "check.h"
-#include "qkv.h"
 #include "rand.h"
 #include "tensorscope.h"
 
 enum { V = 13, T = 70, L = 2, H = 2, C = 16, B = 3 };
 
 static int32_t tokens[B * T], targets[B * T];
-
-/* whether the metrics since the last reset time op `op` */
-static bool timed(const char *op) {
-    char *r = ts_metrics_report(), name[64];
-    snprintf(name, sizeof name, "OpTime.%s", op);
-    bool yes = r && strstr(r, name) != NULL;
-    free(r);
-    return yes;
-}
 
 /* a training model of loss with `watch` (every run, `what`) and with
  * `anchor` (NULL: none; the format of a name, a layer's number in it)
