@@ -27,6 +27,7 @@
  * - a twin of other ops (an additive mask, v through an op of its own, as
  *   an ONNX file's): its probabilities and output still the pass's, its
  *   scores not (watching them runs the twin);
+ * - grouped-query heads (one key and value head, repeated in the twin);
  * - every stability signal of the GPT: each head's max logit, from the
  *   pass's summaries of the scores the softmax reads. */
 #include <math.h>
@@ -290,6 +291,54 @@ static void additive_case(const int32_t *mask) {
     free(init), free(w);
 }
 
+/* Grouped-query heads: one key and value head for the NH query heads,
+ * the twin reading them repeated (a Concat); the pass's pairs are the
+ * query heads', its summaries the twin's */
+static void grouped_case(const int32_t *mask) {
+    int64_t qs[4] = {NB, NH, TT, SD}, ks[4] = {NB, 1, TT, SD}, nq = NB * NH * TT * SD, nk = NB * TT * SD;
+    float *init = malloc((size_t)(nq + 2 * nk) * sizeof *init), *w = malloc((size_t)nq * sizeof *w);
+    for (int64_t i = 0; i < nq + 2 * nk; i++) init[i] = 2.0f * urand();
+    for (int64_t i = 0; i < nq; i++) w[i] = urand();
+    ts_graph *g[2];
+    ts_model *m[2];
+    for (int k = 0; k < 2; k++) {
+        ts_graph *gk = g[k] = ts_graph_new(1);
+        ts_tensor *x[3];
+        const int64_t *shape[3] = {qs, ks, ks};
+        const float *from[3] = {init, init + nq, init + nq + nk};
+        const char *names[3] = {"q", "k", "v"};
+        for (int i = 0; i < 3; i++) {
+            x[i] = ts_param(gk, names[i], 4, shape[i]);
+            ts_array a = ts_array_f32((float *)from[i], 4, shape[i]);
+            CHECK_OK(ts_param_set(x[i], &a), "set %s", names[i]);
+        }
+        ts_tensor *mk = ts_input(gk, "mask", TS_I32, 4, (int64_t[]){NB, 1, 1, TT}), *wt = ts_input(gk, "w", TS_F32, 4, qs);
+        ts_tensor *kr = ts_concat(gk, (ts_tensor *[]){x[1], x[1]}, NH, 1), *vr = ts_concat(gk, (ts_tensor *[]){x[2], x[2]}, NH, 1);
+        ts_tensor *pr = ts_softmax(gk, ts_masked_fill(gk, ts_scale(gk, ts_matmul_batched(gk, x[0], kr, 0, 1), 0.25f), mk, -1e30f), -1);
+        ts_tensor *out = ts_matmul_batched(gk, pr, vr, 0, 0);
+        ts_tensor_set_name(pr, "probs"), ts_tensor_set_name(out, "out");
+        ts_tensor *o = ts_attention(gk, x[0], x[1], x[2], mk, 0.25f, out);
+        m[k] = model(gk, ts_sum(gk, ts_mul(gk, o, wt)), 2, "[po]*", TS_WATCH_STATS, k ? "probs" : NULL, 1);
+    }
+    const char *in_names[2] = {"mask", "w"};
+    ts_array in[2] = {ts_array_i32((int32_t *)mask, 4, (int64_t[]){NB, 1, 1, TT}), ts_array_f32(w, 4, qs)};
+    if (m[0] && m[1]) {
+        ts_metrics_reset();
+        CHECK_OK(ts_model_run(m[0], in_names, in, 2), "grouped-query heads, the one pass");
+        CHECK(timed("Attention") && !timed("Softmax"), "grouped-query heads, probabilities and output watched: the one pass ran");
+        ts_metrics_reset();
+        CHECK_OK(ts_model_run(m[1], in_names, in, 2), "grouped-query heads, the twin");
+        CHECK(timed("Softmax"), "grouped-query heads, the probabilities anchored: the twin's ops ran");
+        printf("grouped-query heads:\n");
+        for (int i = 0; i < 2; i++) {
+            const char *name = i ? "out" : "probs";
+            compare(name, result(m[0], name, 0), result(m[1], name, 0));
+        }
+    }
+    for (int k = 0; k < 2; k++) ts_model_free(m[k]), ts_graph_free(g[k]);
+    free(init), free(w);
+}
+
 int main(void) {
     for (int i = 0; i < B * T; i++) tokens[i] = (int32_t)((urand() + 1.0f) * 0.5f * V) % V, targets[i] = (int32_t)((urand() + 1.0f) * 0.5f * V) % V;
     gpt_case();
@@ -300,5 +349,6 @@ int main(void) {
     for (int j = 0; j < TT; j++) pad[TT + j] = j % 3 == 1; /* sample 1: every third key */
     masked_case("padding, fill -inf", -INFINITY, pad);
     additive_case(pad);
+    grouped_case(pad);
     return check_summary("test_attention_watch");
 }
