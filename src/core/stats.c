@@ -459,18 +459,22 @@ static bool block_fast_shifted(const float *x, int64_t n, float c, block_sums *b
     return c == 0.0f ? block_fast(x, n, 0.0f, b) : block_fast(x, n, c, b);
 }
 
+/* A block's sums around c by the pass its values need, *masked saying
+ * what the last block needed (a partial's `masked`) and then what this one
+ * did. A tensor with NaN or Inf in one block (a masked score) usually has
+ * them in the next, and one whose squares overflow a float (a masked
+ * score's -1e30) too: no pass that would fail. */
+static void block_any(int *masked, const float *x, int64_t n, float c, block_sums *b) {
+    if (!*masked && block_fast_shifted(x, n, c, b)) return;
+    bool wide = *masked == TS_STATS_WIDE || !block_masked(x, n, c, b);
+    if (wide) block_wide(x, n, c, b);
+    *masked = wide ? TS_STATS_WIDE : b->nans + b->pos_infs + b->neg_infs > 0;
+}
+
 static void stats_block(ts_stats_partial *p, const float *x, int64_t n) {
     float c = ts_stats_shift(p, x, n);
     block_sums b;
-    /* a tensor with NaN or Inf in one block (a masked score) usually has
-     * them in the next, and one whose squares overflow a float (a masked
-     * score's -1e30) too: no pass that would fail */
-    bool done = !p->masked && block_fast_shifted(x, n, c, &b);
-    if (!done) {
-        bool wide = p->masked == TS_STATS_WIDE || !block_masked(x, n, c, &b);
-        if (wide) block_wide(x, n, c, &b);
-        p->masked = wide ? TS_STATS_WIDE : b.nans + b.pos_infs + b.neg_infs > 0;
-    }
+    block_any(&p->masked, x, n, c, &b);
     add_block(p, &b, c);
 }
 
@@ -599,12 +603,7 @@ void ts_stats_sums_add(ts_stats_sums *a, const float *x, int64_t n) {
         int64_t len = n - i < TS_STATS_BIG_BLOCK ? n - i : TS_STATS_BIG_BLOCK;
         if (!a->shifted) a->c = ts_stats_typical(x + i, len), a->shifted = true;
         block_sums b;
-        bool done = !a->masked && block_fast_shifted(x + i, len, a->c, &b);
-        if (!done) { /* as stats_block: NaN or Inf classified, squares too big for a float in double */
-            bool wide = a->masked == TS_STATS_WIDE || !block_masked(x + i, len, a->c, &b);
-            if (wide) block_wide(x + i, len, a->c, &b);
-            a->masked = wide ? TS_STATS_WIDE : b.nans + b.pos_infs + b.neg_infs > 0;
-        }
+        block_any(&a->masked, x + i, len, a->c, &b);
         a->count += len;
         a->zeros += b.zeros, a->nans += b.nans, a->pos_infs += b.pos_infs, a->neg_infs += b.neg_infs;
         if (b.n == 0) continue;
@@ -627,14 +626,11 @@ void ts_stats_sums_repeat(ts_stats_sums *a, float v, int64_t k) {
 }
 
 void ts_stats_sums_merge(ts_stats_partial *p, const ts_stats_sums *a) {
+    block_sums b = {a->n, a->zeros, a->nans, a->pos_infs, a->neg_infs, a->s, a->q, a->min, a->max};
     p->count += a->count;
-    p->zeros += a->zeros, p->nans += a->nans, p->pos_infs += a->pos_infs, p->neg_infs += a->neg_infs;
-    if (a->n > 0) {
-        double fn = (double)a->n, m2 = a->q - a->s * (a->s / fn);
-        moments_merge(&p->finite, &p->mean, &p->m2, a->n, a->c + a->s / fn, m2 > 0 ? m2 : 0);
-    }
+    add_block(p, &b, a->c);
+    if (a->rn == 0) return;
     moments_merge(&p->finite, &p->mean, &p->m2, a->rn, a->rmean, a->rm2);
-    if (a->n + a->rn == 0) return;
     if (a->min < p->min) p->min = a->min;
     if (a->max > p->max) p->max = a->max;
 }
