@@ -80,8 +80,8 @@ static copy_slot copy_layout(const ts_attn_geom *g, float *ws, size_t *floats) {
  * side (ts_transpose_serial) */
 static int64_t tile_t_floats(const ts_attn_geom *g) { return (g->D > g->Dv ? g->D : g->Dv) * ATT_TILE; }
 
-/* x [rows, n] of a tile j0's rows of keys x (row length d) times rows^T:
- * c (ldc) = x_rows . rows[j0 .. j0 + n)^T, through the transposed tile in t */
+/* c [m, n] (rows ldc apart) = x [m, d] times rows^T, rows [n, d] a tile
+ * of keys or values, through the tile transposed into t */
 static void times_tile_t(int64_t m, int64_t n, int64_t d, const float *x, const float *rows, float *t, float *c, int64_t ldc) {
     ts_transpose_serial(n, d, rows, d, t, n);
     ts_gemm_serial(false, false, m, n, d, x, d, t, n, 0.0f, c, ldc);
@@ -191,6 +191,21 @@ static int32_t *group_ends(const ts_attn_geom *g, int64_t b, int64_t h, int64_t 
     return end + (i0 - first);
 }
 
+/* The probabilities of the block's qb rows at query i0 of pair (b, h)
+ * against tile j0 (n keys) computed again into t (rows ld apart) from
+ * the rows' log-sum-exps lse[0..qb), through kt (times_tile_t's): what
+ * the backward reads, and the twin's summary of a row over several
+ * tiles. A row whose log-sum-exp is +inf (every key masked) gets zeros. */
+static void probs_again(const ts_attn_geom *g, float *t, int64_t ld, float *kt, const float *qi, const float *k, int64_t b, int64_t h,
+                        int64_t i0, int64_t qb, const int32_t *e, const float *lse, int64_t j0, int64_t n) {
+    times_tile_t(qb, n, g->D, qi, k + j0 * g->D, kt, t, ld);
+    for (int64_t i = 0; i < qb; i++) {
+        float *p = t + i * ld, l = lse[i];
+        scale_mask(g, p, mask_row(g, b, h, i0 + i), e[i], j0, n);
+        for (int64_t j = 0; j < n; j++) p[j] = ts_vexp(p[j] - l);
+    }
+}
+
 /* ---- the twin's summaries (ts_att_sums): the pass's own values where it
  * has them (a tile's raw scores, its masked scaled ones, its
  * probabilities once a row's sum is known, the output rows), the rest
@@ -255,18 +270,14 @@ static void prob_sums(const att_job *a, ts_stats_sums *ps, float *p, const float
     for (int64_t i = 0; i < qb; i++) full += lse[i] == INFINITY;
     for (int64_t j0 = 0; j0 < last; j0 += ATT_TILE) {
         int64_t n = last - j0 < ATT_TILE ? last - j0 : ATT_TILE; /* rows n apart in x */
-        if (!p) times_tile_t(qb, n, g->D, qi, k + j0 * g->D, kt, x, n);
+        if (!p) probs_again(g, x, n, kt, qi, k, b, h, i0, qb, e, lse, j0, n);
         for (int64_t i = 0; i < qb; i++) {
-            float *r = x + i * n, l = lse[i], inv = p && sum[i] > 0.0f ? 1.0f / sum[i] : 0.0f;
+            float *r = x + i * n, inv = p && sum[i] > 0.0f ? 1.0f / sum[i] : 0.0f;
             const float *pi = p ? p + i * ATT_TILE : NULL;
-            if (l == INFINITY)
+            if (lse[i] == INFINITY)
                 for (int64_t j = 0; j < n; j++) r[j] = even;
             else if (p)
                 for (int64_t j = 0; j < n; j++) r[j] = pi[j] * inv;
-            else {
-                scale_mask(g, r, mask_row(g, b, h, i0 + i), e[i], j0, n);
-                for (int64_t j = 0; j < n; j++) r[j] = ts_vexp(r[j] - l);
-            }
         }
         ts_stats_sums_add(ps, x, qb * n);
     }
@@ -369,12 +380,7 @@ static void bwd_pair(const att_job *a, float *ws, int64_t bh, ends_held *held) {
         }
         for (int64_t j0 = 0; j0 < last; j0 += ATT_TILE) {
             int64_t n = last - j0 < ATT_TILE ? last - j0 : ATT_TILE; /* the keys a row of the block sees */
-            times_tile_t(qb, n, D, q + i0 * D, k + j0 * D, tt, pt, ATT_TILE);
-            for (int64_t i = 0; i < qb; i++) { /* the probabilities, again */
-                float *p = pt + i * ATT_TILE, l = lse[i0 + i];
-                scale_mask(g, p, mask_row(g, b, h, i0 + i), e[i], j0, n);
-                for (int64_t j = 0; j < n; j++) p[j] = ts_vexp(p[j] - l);
-            }
+            probs_again(g, pt, ATT_TILE, tt, q + i0 * D, k, b, h, i0, qb, e, lse + i0, j0, n);
             if (dv) ts_gemm_serial(true, false, n, Dv, qb, pt, ATT_TILE, gb, Dv, 1.0f, dv + j0 * Dv, Dv);
             times_tile_t(qb, n, Dv, gb, v + j0 * Dv, tt, ds, ATT_TILE);
             for (int64_t i = 0; i < qb; i++) { /* the scores' gradient, times the scale */
