@@ -105,46 +105,38 @@ while IFS= read -r line; do
 done < checks.txt
 check "the checks ran" eval '[ "$(grep -c . checks.txt)" -ge 10 ]'
 
-# ---- the pool's worker: its slices on a track of its own. The caller runs
-# any slice no worker has claimed yet, so on a busy machine a small model's
-# ops may all end before the worker wakes: until a run records a worker
-# slice, up to 5 more runs with larger batches (ops the worker has time for)
-worker_slices() {
-    /usr/bin/python3 - "$1" <<'EOF'
+# ---- the pool's worker and the outfeed consumer: each one's slices on a
+# track of its own. Both run beside the calling thread, so on a busy
+# machine either may do nothing within the traced steps: the caller runs
+# any slice no worker has claimed yet (a small model's ops may all end
+# before the worker wakes), and the consumer may deliver no record of
+# steps 2..4 until the trace has ended. Until a run records a slice on
+# the track, up to 5 more runs with larger batches (work the thread has
+# time for).
+# track_slices FILE PREFIX: the slices on the threads named PREFIX...
+track_slices() {
+    /usr/bin/python3 - "$1" "$2" <<'EOF'
 import json, sys
 e = json.load(open(sys.argv[1]))["traceEvents"]
-w = {x["tid"] for x in e if x.get("ph") == "M" and x.get("name") == "thread_name" and str(x["args"].get("name")).startswith("cpu worker")}
-print(sum(1 for x in e if x.get("ph") == "X" and x.get("tid") in w))
+t = {x["tid"] for x in e if x.get("ph") == "M" and x.get("name") == "thread_name" and str(x["args"].get("name")).startswith(sys.argv[2])}
+print(sum(1 for x in e if x.get("ph") == "X" and x.get("tid") in t))
 EOF
 }
-n=$(worker_slices out/t.json)
-for try in 1 2 3 4 5; do
-    [ "${n:-0}" -gt 0 ] && break
-    run wk "$BIN" train --data "$DATA" --model mlp --batch-size $((500 * try)) --threads 2 --steps 4 --trace wk.json --quiet
-    n=$(worker_slices wk.json)
-done
+# slices_until PREFIX FLAGS...: n, the slices on that track in out/t.json,
+# else in the first of the larger runs (FLAGS: their own) that has some
+slices_until() {
+    local prefix=$1 try
+    shift
+    n=$(track_slices out/t.json "$prefix")
+    for try in 1 2 3 4 5; do
+        [ "${n:-0}" -gt 0 ] && break
+        run more "$BIN" train --data "$DATA" --model mlp --batch-size $((500 * try)) --threads 2 --trace more.json --quiet "$@"
+        n=$(track_slices more.json "$prefix")
+    done
+}
+slices_until "cpu worker" --steps 4
 check "the CPU worker has its own track with slices ($n of them)" eval '[ "${n:-0}" -gt 0 ]'
-
-# ---- the outfeed consumer: its slices, one a record it delivers, on a
-# track of its own. It runs beside training, so on a busy machine it may
-# deliver no record of steps 2..4 until the trace has ended: until a run
-# records a consumer slice, up to 5 more runs with larger batches (steps
-# long enough for it to take its turn)
-consumer_slices() {
-    /usr/bin/python3 - "$1" <<'EOF'
-import json, sys
-e = json.load(open(sys.argv[1]))["traceEvents"]
-c = {x["tid"] for x in e if x.get("ph") == "M" and x.get("name") == "thread_name" and str(x["args"].get("name")).startswith("outfeed consumer")}
-print(sum(1 for x in e if x.get("ph") == "X" and x.get("tid") in c))
-EOF
-}
-n=$(consumer_slices out/t.json)
-for try in 1 2 3 4 5; do
-    [ "${n:-0}" -gt 0 ] && break
-    run oc "$BIN" train --data "$DATA" --model mlp --batch-size $((500 * try)) --threads 2 --steps 6 --trace oc.json --trace-steps 2:4 \
-        --outfeed 'Relu*' --quiet
-    n=$(consumer_slices oc.json)
-done
+slices_until "outfeed consumer" --steps 6 --trace-steps 2:4 --outfeed 'Relu*'
 check "the outfeed consumer has its own track with slices, one a record ($n of them)" eval '[ "${n:-0}" -gt 0 ]'
 
 # ---- no --trace-steps: every step, written when training ends
