@@ -681,14 +681,16 @@ void ts_conv_transpose2d_backward(ts_pool *p, float *ws, float *dx, float *dw, f
  * sums run in another order than im2col's, so outputs differ from the
  * training forward's in the last bits: inference only. */
 
-/* the fewest multiply-adds of a sample worth the transforms; the
- * fewest tiles of the batch for F(2x2) and for F(4x4), U made at the call
- * (below, making U costs more than the products save: measured on
- * ResNet-18's shapes) and U kept (_KEPT: below, reading U costs more than
- * im2col's products); the fewest tiles a chunk's products keep
- * (OpenBLAS's slow shapes below) */
+/* the fewest multiply-adds of a sample worth the transforms (the 3-stage
+ * CIFAR ResNet's 3x3s, 2.4M each, train faster through F(4x4): their
+ * convolutions' time 43 -> 35 ms a step at batch 64; its 3-channel stem,
+ * 0.44M, slower); the fewest tiles of the batch for F(2x2) and for F(4x4),
+ * U made at the call (below, making U costs more than the products save:
+ * measured on ResNet-18's shapes) and U kept (_KEPT: below, reading U
+ * costs more than im2col's products); the fewest tiles a chunk's products
+ * keep (OpenBLAS's slow shapes below) */
 #ifndef WINO_MIN_MACS
-#define WINO_MIN_MACS (4 * 1024 * 1024)
+#define WINO_MIN_MACS (1024 * 1024)
 #endif
 #ifndef WINO_F2_TILES
 #define WINO_F2_TILES 32
