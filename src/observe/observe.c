@@ -293,11 +293,14 @@ static const ts_entry *twin_due(const ts_run *run, const ts_fusion *fu, int r, i
     return *watch || *stab ? e : NULL;
 }
 
+/* The shape of fu's queries, [B, H, T, D]: its (batch, head) pairs */
+static const ts_shape *twin_q(const ts_run *run, const ts_fusion *fu) { return &run->prog->shape[run->g->t[fu->node]->in[0]]; }
+
 /* The stability job of e (the scores the softmax reads) from the pairs'
  * sums of them: each head's max over the batch, and whether a NaN was
  * seen. */
 static void twin_stab_heads(ts_run *run, const ts_fusion *fu, const ts_entry *e, const ts_att_sums *s) {
-    const ts_shape *q = &run->prog->shape[run->g->t[fu->node]->in[0]];
+    const ts_shape *q = twin_q(run, fu);
     int64_t B = q->d[0], H = q->d[1];
     for (int64_t h = 0; h < H; h++) {
         float mx = -INFINITY;
@@ -313,7 +316,7 @@ static void twin_stab_heads(ts_run *run, const ts_fusion *fu, const ts_entry *e,
 }
 
 static int64_t twin_pairs(const ts_run *run, const ts_fusion *fu) {
-    const ts_shape *q = &run->prog->shape[run->g->t[fu->node]->in[0]];
+    const ts_shape *q = twin_q(run, fu);
     return q->d[0] * q->d[1];
 }
 

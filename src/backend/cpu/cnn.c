@@ -657,7 +657,7 @@ void ts_conv_transpose2d_backward(ts_pool *p, float *ws, float *dx, float *dw, f
     ts_accumulate(p, dx, t, n);
 }
 
-/* ---------------------------------- conv2d: Winograd F(m x m, 3x3), inference */
+/* ------------------------------------------- conv2d: Winograd F(m x m, 3x3) */
 
 /* A 3x3 convolution with stride 1 through Winograd's minimal filtering
  * (Lavin and Gray, 2015): each m x m block of outputs (a tile) from the
@@ -678,8 +678,9 @@ void ts_conv_transpose2d_backward(ts_pool *p, float *ws, float *dx, float *dw, f
  * chunk of tile rows at a time (V and M stay in the cache), in three steps
  * shared by the threads: the input transform by input channels, the a*a
  * products by e, the output transform (and bias) by output channels. The
- * sums run in another order than im2col's, so outputs differ from the
- * training forward's in the last bits: inference only. */
+ * sums run in another order than im2col's, so outputs differ from
+ * im2col's in the last bits; training takes it only where the tiles pay
+ * for making U at every call (ts_conv2d_winograd_tile(g, false)). */
 
 /* the fewest multiply-adds of a sample worth the transforms (the 3-stage
  * CIFAR ResNet's 3x3s, 2.4M each, train faster through F(4x4): their
