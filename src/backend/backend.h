@@ -146,6 +146,12 @@ typedef struct ts_kctx {
     /* Attention forward running its one pass: the twin's summaries it
      * takes as it goes (NULL: none) */
     const ts_att_sums *att_sums;
+    /* BatchNorm forward whose row sums_channels: the plain stats of its
+     * output and of the Relu it writes (relu_out; only with the output's)
+     * that a watch asks, summed as the kernel writes them, one
+     * ts_stats_sums per channel (dim 1), zeroed by the executor (observe.c's
+     * kernel summaries). NULL: not wanted. */
+    struct ts_stats_sums *sums_out, *sums_relu;
 } ts_kctx;
 
 typedef void (*ts_kernel_fn)(const ts_kctx *k);
@@ -184,6 +190,10 @@ typedef struct ts_kernel_row {
     /* the forward honours kctx.relu_out (Conv, BatchNorm): the executor
      * may hand it the Relu that follows it (exec.c's pass_fusable) */
     bool fuses_relu;
+    /* the forward honours kctx.sums_out and sums_relu (BatchNorm): the
+     * executor may hand it the summaries of what it writes, and then write
+     * the Relu over its output though a watch summarises that output */
+    bool sums_channels;
     /* the forward honours kctx.act and act_out (LayerNorm): the executor
      * may hand it the op of ew_math.h's unary family that follows it
      * (exec.c's pass_fusable) */

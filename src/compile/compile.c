@@ -119,6 +119,7 @@ void ts_prog_free(ts_prog *p) {
     ts_free(p->grad_shared);
     ts_free(p->fusions);
     ts_free(p->twin_sums);
+    ts_free(p->chan_sums);
     ts_free(p->skip);
     ts_free(p->readers);
     ts_free(p->pass);
@@ -204,6 +205,7 @@ static ts_status add_entry(ts_prog *p, size_t *cap, ts_entry_kind kind, const ts
     e->stab = -1;
     e->same_values = -1;
     e->deferred_run = -1;
+    e->kernel_run = -1;
     p->n_entries++;
     return TS_OK;
 }
@@ -1344,6 +1346,15 @@ static ts_status resolve_watches(const ts_model_def *m, ts_prog *p) {
     /* per-thread partial summaries, allocated here: none in the step loop */
     p->n_slots = m->threads < TS_MAX_SLOTS ? m->threads : TS_MAX_SLOTS;
     if (!(p->parts = ts_calloc((size_t)p->n_slots * TS_STEP_WATCHES, sizeof(ts_stats_partial)))) return TS_ERR_OUT_OF_MEMORY;
+    /* the per-channel sums of the kernels that summarise what they write */
+    for (size_t i = 0; i < m->g->n && m->dev.backend->host_addressable; i++) {
+        const ts_tensor *t = m->g->t[i];
+        int v = p->value_entry[t->id];
+        if (m->dev.backend->kernels[t->op].sums_channels && v >= 0 && p->entries[v].watch >= 0 && p->shape[t->id].ndim >= 2 &&
+            p->shape[t->id].d[1] > p->chan_sums_n)
+            p->chan_sums_n = p->shape[t->id].d[1];
+    }
+    if (p->chan_sums_n && !(p->chan_sums = ts_calloc(2 * (size_t)p->chan_sums_n, sizeof *p->chan_sums))) return TS_ERR_OUT_OF_MEMORY;
     return mark_deferrable(m, p) ? TS_ERR_OUT_OF_MEMORY : TS_OK;
 }
 

@@ -649,15 +649,7 @@ void ts_stats_partial_scale(ts_stats_partial *p, double k) {
 
 static float relu1(float v) { return v < 0.0f ? 0.0f : v; } /* as the Relu kernel: -0 and NaN pass */
 
-/* The Relu's side of a run beside x's ts_vacc: the sums of its values'
- * deviations and squares, and the negative x (counted down), which are its
- * zeros beside x's own. Its extremes need no lanes of their own: a Relu's
- * min is x's where x's is positive, else 0; its max likewise. */
-typedef struct relu_acc {
-    ts_vfloat s, q;
-    ts_vint neg;
-    ts_vdouble4 ds[TS_STATS_VEC / 4], dq[TS_STATS_VEC / 4];
-} relu_acc;
+typedef ts_relu_acc relu_acc;
 
 /* Relu of v into ay (shifted by c). */
 static inline void relu_add(relu_acc *ay, ts_vfloat v, ts_vfloat c) {
@@ -744,6 +736,123 @@ void ts_stats_partial_add_relu(ts_stats_partial *px, ts_stats_partial *py, const
         ts_stats_stream_flush(&sx, px);
         ts_stats_stream_flush(&sy, py);
     }
+}
+
+/* ------------------------------------------ a work item's rows (and Relu) */
+
+void ts_sums_rows_start(ts_sums_rows *r, ts_stats_sums *a, ts_stats_sums *ar) {
+    *r = (ts_sums_rows){.a = a, .ar = ar};
+    ts_vacc_start(&r->ax);
+}
+
+/* The Relu values of x[0..n) (n <= TS_VACC_RUN vectors) added to ar from memory */
+static void relu_sums_add(ts_stats_sums *ar, const float *x, int64_t n) {
+    float ys[TS_VACC_RUN * TS_STATS_VEC];
+    for (int64_t k = 0; k < n; k++) ys[k] = relu1(x[k]);
+    ts_stats_sums_add(ar, ys, n);
+}
+
+/* A piece of a row, x[0..n), into the lanes: its whole vectors, then its
+ * last few values as one vector whose other lanes hold the shift c in
+ * the sums (deviations 0, a Relu's too) and x[whole] in the extremes and
+ * zeros, whose count *zfix and *negfix take back. */
+static inline void rows_piece(ts_vacc *ax, relu_acc *ay, bool relu, const float *x, int64_t n, ts_vfloat cx, ts_vfloat cy,
+                              int64_t *zfix, int64_t *negfix) {
+    enum { V = TS_STATS_VEC };
+    int64_t i = 0;
+    for (; i + 2 * V <= n; i += 2 * V) {
+        ts_vfloat v0, v1;
+        memcpy(&v0, x + i, sizeof v0);
+        memcpy(&v1, x + i + V, sizeof v1);
+        ts_vacc_add2(ax, v0, v1, cx);
+        if (relu) relu_add2(ay, v0, v1, cy);
+    }
+    for (; i + V <= n; i += V) {
+        ts_vfloat v;
+        memcpy(&v, x + i, sizeof v);
+        ts_vacc_add(ax, v, cx);
+        if (relu) relu_add(ay, v, cy);
+    }
+    if (i == n) return;
+    float bs[V], be[V];
+    for (int k = 0; k < V; k++) bs[k] = i + k < n ? x[i + k] : cx[0], be[k] = i + k < n ? x[i + k] : x[i];
+    ts_vfloat vs, ve, d;
+    memcpy(&vs, bs, sizeof vs);
+    memcpy(&ve, be, sizeof ve);
+    d = vs - cx;
+    ax->s += d;
+    ax->q = TS_VFMA(d, d, ax->q);
+    ax->mn = TS_VMIN(ve, ax->mn);
+    ax->mx = TS_VMAX(ve, ax->mx);
+    ts_vz_add(&ax->z, ve);
+    int64_t fill = V - (n - i);
+    *zfix += x[i] == 0.0f ? fill : 0;
+    if (!relu) return;
+    relu_add(ay, vs, cy); /* the fill's Relu deviates by 0 from the Relu's shift, relu1(c); c < 0 counts as negative */
+    *negfix += cx[0] < 0.0f ? fill : 0;
+}
+
+void ts_sums_rows_add(ts_sums_rows *r, const float *x, int64_t rows, int64_t n, int64_t stride) {
+    enum { V = TS_STATS_VEC, RUN = TS_VACC_RUN * TS_STATS_VEC };
+    ts_stats_sums *a = r->a, *ar = r->ar;
+    if (n <= 0 || rows <= 0) return;
+    if (!a->shifted) a->c = ts_stats_typical(x, n), a->shifted = true;
+    if (ar && !ar->shifted) ar->c = relu1(a->c), ar->shifted = true; /* the Relu values' typical one (Relu keeps the median) */
+    ts_vfloat cx = a->c - (ts_vfloat){0}, cy = (ar ? ar->c : 0.0f) - (ts_vfloat){0};
+    /* the rows in pieces of at most RUN values (a row's last piece its
+     * rest); a run takes pieces while their vectors fit in one */
+    int64_t per_row = (n + RUN - 1) / RUN, pieces = rows * per_row;
+    ts_vacc ax = r->ax; /* in registers across the rows, not through r (which the loads of x may alias) */
+    relu_acc ay = r->ay;
+    for (int64_t p0 = 0, p1; p0 < pieces; p0 = p1) {
+        ts_vacc_mark m = ts_vacc_run_begin(&ax);
+        ts_vint neg0 = ay.neg;
+        int64_t zf0 = r->zfix, nf0 = r->negfix, vecs = 0, vals = 0;
+        ay.s = ay.q = (ts_vfloat){0};
+        for (p1 = p0; p1 < pieces; p1++) {
+            int64_t off = p1 % per_row * RUN, len = n - off < RUN ? n - off : RUN, nv = (len + V - 1) / V;
+            if (vecs + nv > TS_VACC_RUN) break; /* never the run's first: a piece is at most a run */
+            rows_piece(&ax, &ay, ar != NULL, x + p1 / per_row * stride + off, len, cx, cy, &r->zfix, &r->negfix);
+            vecs += nv, vals += len;
+        }
+        if (ts_vsums_finite(ax.s, ax.q) && (!ar || ts_vsums_finite(ay.s, ay.q))) {
+            ts_vacc_run_keep(&ax, vals);
+            if (ar) ts_vsums_keep(ay.ds, ay.dq, ay.s, ay.q);
+            continue;
+        }
+        /* NaN or Inf, or a square beyond float's range: the run's pieces from memory */
+        ts_vacc_run_drop(&ax, m);
+        ay.neg = neg0, r->zfix = zf0, r->negfix = nf0;
+        for (int64_t p = p0; p < p1; p++) {
+            int64_t off = p % per_row * RUN, len = n - off < RUN ? n - off : RUN;
+            const float *q = x + p / per_row * stride + off;
+            ts_stats_sums_add(a, q, len);
+            if (ar) relu_sums_add(ar, q, len);
+        }
+    }
+    r->ax = ax, r->ay = ay;
+}
+
+/* n finite values, zeros of them, their sums around a->c and extremes, into a */
+static void sums_add_finite(ts_stats_sums *a, int64_t n, int64_t zeros, double s, double q, double lo, double hi) {
+    if (n == 0) return;
+    sums_extremes(a, lo, hi);
+    a->count += n, a->n += n, a->zeros += zeros;
+    a->s += s, a->q += q;
+}
+
+void ts_sums_rows_finish(ts_sums_rows *r) {
+    double ss, qq;
+    float lo, hi;
+    int64_t zz, n = r->ax.n, neg = -r->negfix;
+    lanes_totals(r->ax.ds, r->ax.dq, &ss, &qq);
+    vacc_extremes(&r->ax, &lo, &hi, &zz);
+    zz -= r->zfix;
+    sums_add_finite(r->a, n, zz, ss, qq, lo, hi);
+    if (!r->ar) return;
+    lanes_totals(r->ay.ds, r->ay.dq, &ss, &qq);
+    for (int j = 0; j < TS_STATS_VEC; j++) neg -= r->ay.neg[j];
+    sums_add_finite(r->ar, n, zz + neg, ss, qq, lo > 0.0f ? lo : 0.0f, hi > 0.0f ? hi : 0.0f);
 }
 
 /* ---------------------------------------------------------- the partials */

@@ -256,4 +256,38 @@ static inline void ts_vacc_run_close(ts_vacc *a, ts_vacc_mark m, ts_stats_partia
 /* Adds the kept runs to st (shifted by st->c) and counts them in p. */
 void ts_vacc_finish(const ts_vacc *a, ts_stats_stream *st, ts_stats_partial *p);
 
+/* The Relu's side of a run beside x's ts_vacc: the sums of its values'
+ * deviations and squares, and the negative x (counted down), which are its
+ * zeros beside x's own. Its extremes need no lanes of their own: a Relu's
+ * min is x's where x's is positive, else 0; its max likewise. */
+typedef struct ts_relu_acc {
+    ts_vfloat s, q;
+    ts_vint neg;
+    ts_vdouble4 ds[TS_STATS_VEC / 4], dq[TS_STATS_VEC / 4];
+} ts_relu_acc;
+
+/* One work item's sums (core/stats.h's ts_stats_sums) over the rows a
+ * kernel writes it in (a BatchNorm's channel: a row a sample), and its
+ * Relu's: kept in vector lanes from row to row and added to the sums once
+ * at the end, what ts_stats_sums_add over each row gives (to rounding)
+ * without a call's setup per row, which cost more than the sums on rows
+ * of a hundred values. Each call takes a block of rows (n values each,
+ * stride apart) while they sit in L1:
+ *
+ *     ts_sums_rows r;
+ *     ts_sums_rows_start(&r, &sums[c], relu ? &relu_sums[c] : NULL);
+ *     for each block: ts_sums_rows_add(&r, first, rows, n, stride); // before a Relu writes over them
+ *     ts_sums_rows_finish(&r);
+ *
+ * A run with NaN or Inf goes to ts_stats_sums_add (its Relu's too). */
+typedef struct ts_sums_rows {
+    ts_stats_sums *a, *ar; /* ar: the Relu's, or NULL */
+    ts_vacc ax;
+    ts_relu_acc ay;
+    int64_t zfix, negfix;  /* the zeros and negatives the lanes counted that are not values (rows_piece's fill) */
+} ts_sums_rows;
+void ts_sums_rows_start(ts_sums_rows *r, ts_stats_sums *a, ts_stats_sums *ar);
+void ts_sums_rows_add(ts_sums_rows *r, const float *x, int64_t rows, int64_t n, int64_t stride);
+void ts_sums_rows_finish(ts_sums_rows *r);
+
 #endif

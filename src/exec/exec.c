@@ -224,8 +224,16 @@ static bool bias_fusable(const ts_run *run, int k, int a, int64_t mb, const ts_k
            !overlaps(out, M * N, mk->in[1], span_floats(mk->in_dtype[1], N * K)) && !overlaps(out, M * N, ac->in[1], N);
 }
 
+/* Whether an observer reads node i's value after its kernel ran: it is
+ * observed, and not by a plain stats watch alone that the kernel (kc its
+ * arguments; NULL: none asked) takes as it writes the value (observe.c's
+ * kernel summaries). */
+static bool read_by_observers(const ts_run *run, int i, const ts_kctx *kc) {
+    return run->prog->entries[run->prog->value_entry[i]].observed && !(kc && ts_observe_kernel_sums(run, i, kc));
+}
+
 /* Whether nothing but the fused Add reads the product i of a fused
- * Linear: unobserved, not the loss nor a graph output, no other node's
+ * Linear: unobserved (read_by_observers, kc as there), not the loss nor a graph output, no other node's
  * input (the Add its one reader, compile's count; a MatMul's backward and
  * an Add's read no output: the op table's needs_output, which a fused
  * Relu's producer is asked too), no numeric check (whose report reads a
@@ -233,10 +241,10 @@ static bool bias_fusable(const ts_run *run, int k, int a, int64_t mb, const ts_k
  * the sum alone, in the Add's output, over the bias it writes first
  * (gemm.c), one pass over the output where keeping the product took
  * three. */
-static bool product_unread(const ts_run *run, int i) {
+static bool product_unread(const ts_run *run, int i, const ts_kctx *kc) {
     const ts_prog *p = run->prog;
     const ts_graph *g = run->g;
-    if (p->entries[p->value_entry[i]].observed || i == run->loss || run->opts.check != TS_CHECK_OFF || p->readers[i] != 1 ||
+    if (read_by_observers(run, i, kc) || i == run->loss || run->opts.check != TS_CHECK_OFF || p->readers[i] != 1 ||
         ts_op_get(g->t[i]->op)->needs_output)
         return false;
     for (size_t o = 0; o < g->n_outputs; o++)
@@ -298,7 +306,7 @@ static bool pass_fusable(const ts_run *run, int k, ts_pass_kind kind, int a, int
     if (ts_shape_numel(&rc->out_shape) != n || rc->out_dtype != TS_F32 || rc->in_dtype[0] != TS_F32 || !rc->out) return false;
     float *out = rc->out;
     if (out == ck->out) /* in place: the producer's value becomes the op's */
-        return !p->entries[p->value_entry[i]].observed && !ts_op_get(run->g->t[i]->op)->needs_output && follower_lets_go(run, i, a);
+        return !read_by_observers(run, i, ck) && !ts_op_get(run->g->t[i]->op)->needs_output && follower_lets_go(run, i, a);
     const float *prev = ck->out;
     const ts_tensor *t = run->g->t[i];
     bool over_in0 = ts_pass_over_input(p, run->g, run->dev.backend->kernels, k, kind, a) && !p->entries[p->value_entry[t->in[0]]].observed;
@@ -369,14 +377,14 @@ static bool add_relu_fusable(const ts_run *run, int k, const int took[2], int64_
         rc.out_dtype != TS_F32 || rc.in_dtype[0] != TS_F32 || !rc.out)
         return false;
     const float *res = ac.in[o];
-    float *sum = rc.out == ac.out || !product_unread(run, a) ? ac.out : NULL;
+    float *sum = rc.out == ac.out || !product_unread(run, a, NULL) ? ac.out : NULL;
     const float *prev[3] = {kc->out, res, sum};
     int ent[3] = {p->value_entry[i], p->value_entry[res_node], p->value_entry[a]};
     if (overlaps(res, n, kc->out, n) || (sum && !pass_output_ok(run, kc, sum, n, prev, ent, 2, false)) ||
         !pass_output_ok(run, kc, rc.out, n, prev, ent, sum ? 3 : 2, false))
         return false;
     kc->residual = res, kc->residual_out = sum, kc->relu_out = rc.out;
-    if (kc->out != rc.out && kc->out != sum && product_unread(run, i)) { /* the Conv's value read by the Add alone: in place under them */
+    if (kc->out != rc.out && kc->out != sum && product_unread(run, i, NULL)) { /* the Conv's value read by the Add alone: in place under them */
         if (rc.out != res) kc->out = rc.out;
         else if (sum && sum != res) kc->out = sum;
     }
@@ -433,7 +441,7 @@ static int gate_fusable(const ts_run *run, int k, int64_t mb, ts_kctx *sc) {
         if (!ts_shape_equal(&mc.in_shape[j], &sc->out_shape) || !ts_shape_equal(&mc.out_shape, &sc->out_shape) || mc.in_dtype[j] != TS_F32 ||
             mc.out_dtype != TS_F32 || !u || !y)
             return -1;
-        bool keep = !product_unread(run, i) || p->grad_entry[t->in[j]] >= 0;
+        bool keep = !product_unread(run, i, NULL) || p->grad_entry[t->in[j]] >= 0;
         if ((y != x && overlaps(y, n, x, n)) || (y != u && overlaps(y, n, u, n)) ||
             (keep && (overlaps(s, n, y, n) || overlaps(s, n, u, n) || (s != x && overlaps(s, n, x, n)))))
             return -1;
@@ -477,12 +485,13 @@ static ts_status forward_ops(ts_run *run, int64_t mb) {
         }
         if (ts_op_holds_value(t->op)) continue; /* observed once per step */
         ts_kctx kc = make_ctx(run, i, mb), ac, rc;
+        int relu = -1; /* the Relu the kernel writes in its output pass */
         const int *took = p->pass + 3 * k + 1; /* ts_pass_takes', planned at compile */
         ts_pass_kind pk = (ts_pass_kind)p->pass[3 * k];
         if (pk != TS_PASS_NONE && (!runs_here(run, took[0]) || (took[1] >= 0 && !runs_here(run, took[1])))) pk = TS_PASS_NONE;
         if ((pk == TS_PASS_BIAS || pk == TS_PASS_BIAS_ACT) && bias_fusable(run, k, took[0], mb, &kc, &ac)) {
             kc.bias = ac.in[1], kc.bias_out = ac.out;
-            if (kc.out != ac.out && product_unread(run, i)) kc.out = ac.out;
+            if (kc.out != ac.out && product_unread(run, i, NULL)) kc.out = ac.out;
             fused = took[0], n_fused[0]++;
             if (pk == TS_PASS_BIAS_ACT && bias_act_fusable(run, k, took[1], mb, &kc, &ac, &rc)) /* and the Linear's activation */
                 take_activation(&kc, &rc, n_fused), fused2 = took[1];
@@ -491,8 +500,9 @@ static ts_status forward_ops(ts_run *run, int64_t mb) {
         } else if ((pk == TS_PASS_RELU || pk == TS_PASS_UNARY) && pass_fusable(run, k, pk, took[0], mb, &kc, &ac)) {
             take_activation(&kc, &ac, n_fused); /* the kernel writes max(0, x) into relu_out, or f(x) into act_out */
             /* the producer's value under the op's where nothing else reads it (a Relu's backward reads its own output) */
-            if (kc.out != ac.out && product_unread(run, i) && follower_lets_go(run, i, took[0])) kc.out = ac.out;
+            if (kc.out != ac.out && product_unread(run, i, &kc) && follower_lets_go(run, i, took[0])) kc.out = ac.out;
             fused = took[0];
+            if (kc.relu_out) relu = took[0];
         } else if (run->dev.backend->kernels[t->op].fuses_gate && i != fused && gate < 0 && (gate = gate_fusable(run, k, mb, &kc)) >= 0) {
             gc = kc, n_fused[4]++;
         }
@@ -503,9 +513,11 @@ static ts_status forward_ops(ts_run *run, int64_t mb) {
         ts_att_sums twin;
         const ts_fusion *fu = t->op == TS_OP_ATTENTION && kc.n_in == 5 && !kc.in[4] ? fusion_of(p, i) : NULL; /* its one pass */
         if (fu && ts_observe_twin_begin(run, fu, mb, &twin)) kc.att_sums = &twin;
+        bool sums = run->dev.backend->kernels[t->op].sums_channels && ts_observe_kernel_begin(run, i, relu, mb, &kc); /* its watches' */
         if (i == gate) run->dev.backend->kernels[gc.node->op].forward(&gc), gate = -1; /* a Silu's and its Mul's */
         else if (i != fused && i != fused2 && !kc.gate_out) run->dev.backend->kernels[t->op].forward(&kc); /* the bias Add (Relu, ...; Add and Relu): done by the node before it */
         if (kc.att_sums) ts_observe_twin_end(run, fu, mb, &twin);
+        if (sums) ts_observe_kernel_end(run, i, relu, &kc);
         st = ts_op_chain_run(run->chain.after, run->chain.n_after, run, &call);
         if (st) return st;
     }

@@ -351,6 +351,66 @@ void ts_observe_twin_end(ts_run *run, const ts_fusion *fu, int64_t sample, const
     }
 }
 
+/* ---- summaries a kernel takes as it writes its values */
+
+/* A kernel's rows (the values of one channel of one sample) shorter than
+ * this take the watch's own pass: each row is summed apart, a call each. */
+#define KERNEL_SUMS_ROW 64
+
+/* Whether e's only observer is a plain stats watch a kernel may take: no
+ * anchor, outfeed, check or stability job reads its values, and no held
+ * run or rerun copies or compares them. */
+static bool kernel_may_sum(const ts_run *run, const ts_entry *e) {
+    const ts_prog *p = run->prog;
+    return e->kind == TS_KIND_VALUE && e->watch >= 0 && p->watch_what[e->watch] == TS_WATCH_STATS && !e->watch_in_step && e->stab < 0 &&
+           !e->n_anchors && !e->n_outfeeds && !e->check && e->dtype == TS_F32 && !p->hold_ready && !run->rerun;
+}
+
+bool ts_observe_kernel_sums(const ts_run *run, int node, const ts_kctx *kc) {
+    const ts_prog *p = run->prog;
+    const ts_shape *s = &kc->out_shape;
+    int v = p->value_entry[node];
+    if (v < 0 || !p->chan_sums || !run->dev.backend->host_addressable || !run->dev.backend->kernels[run->g->t[node]->op].sums_channels ||
+        s->ndim < 2 || s->d[0] < 1 || s->d[1] < 1 || s->d[1] > p->chan_sums_n || ts_shape_numel(s) / (s->d[0] * s->d[1]) < KERNEL_SUMS_ROW)
+        return false;
+    return kernel_may_sum(run, &p->entries[v]);
+}
+
+bool ts_observe_kernel_begin(ts_run *run, int node, int relu, int64_t sample, ts_kctx *kc) {
+    ts_prog *p = run->prog;
+    if (!ts_observe_kernel_sums(run, node, kc)) return false;
+    size_t C = (size_t)kc->out_shape.d[1];
+    const ts_entry *y = &p->entries[p->value_entry[node]], *r = relu >= 0 && kc->relu_out ? &p->entries[p->value_entry[relu]] : NULL;
+    kc->sums_out = watch_due(run, y, sample) ? p->chan_sums : NULL;
+    /* the Relu's beside the value's (its sums follow x's lanes) */
+    kc->sums_relu = kc->sums_out && r && r->numel == y->numel && kernel_may_sum(run, r) && watch_due(run, r, sample) ? p->chan_sums + C : NULL;
+    if (kc->sums_out) memset(kc->sums_out, 0, C * sizeof *kc->sums_out);
+    if (kc->sums_relu) memset(kc->sums_relu, 0, C * sizeof *kc->sums_relu);
+    return kc->sums_out || kc->sums_relu;
+}
+
+/* e's summary from the channels' sums, merged in channel order (the same
+ * bits on any number of threads), as this run's result */
+static void kernel_publish(ts_run *run, ts_entry *e, const ts_stats_sums *sums, int64_t C) {
+    ts_prog *p = run->prog;
+    ts_stats_partial *part = &p->parts[0]; /* the calling thread's, between walks */
+    ts_stats_partial_init(part, TS_WATCH_STATS);
+    for (int64_t c = 0; c < C; c++) ts_stats_sums_merge(part, &sums[c]);
+    ts_stats_finish(part, &p->summaries[e->watch]);
+    p->watch_results[e->watch].run = run->runs;
+    p->watch_results[e->watch].step = run->steps;
+    note_stored(run, e, &p->summaries[e->watch]);
+    e->kernel_run = run->runs;
+}
+
+void ts_observe_kernel_end(ts_run *run, int node, int relu, const ts_kctx *kc) {
+    ts_prog *p = run->prog;
+    int64_t C = kc->out_shape.d[1];
+    if (kc->sums_out) kernel_publish(run, &p->entries[p->value_entry[node]], kc->sums_out, C);
+    if (kc->sums_relu) kernel_publish(run, &p->entries[p->value_entry[relu]], kc->sums_relu, C);
+    ts_counter_add("SummariesInKernel", (kc->sums_out != NULL) + (kc->sums_relu != NULL));
+}
+
 /* An entry whose values are another's (same_values: a reshape or a
  * transpose of it, a gradient an Add passed on): when that one was
  * summarised this run for the same `what`, its summary is this one's too
@@ -894,9 +954,10 @@ ts_status ts_observe(ts_run *run, int entry, int64_t sample) {
         p->anchor_bytes += (uint64_t)e->n_anchors * (uint64_t)ts_entry_cells(e) * sizeof(float);
         p->anchor_copies += (uint64_t)e->n_anchors;
     }
-    /* taken in its input's pass (summarize), or posted with it (deferred_item) */
+    /* taken in its input's pass (summarize), or posted with it (deferred_item), or by its kernel */
     bool derived = e->relu_derived && (e->deferred_run == run->runs || p->watch_results[e->watch].run == run->runs);
-    if (!e->watch_in_step && !derived && watch_due(run, e, sample) && !reuse_same_summary(run, e) && !defer_summary(run, e, sample))
+    bool taken = derived || e->kernel_run == run->runs;
+    if (!e->watch_in_step && !taken && watch_due(run, e, sample) && !reuse_same_summary(run, e) && !defer_summary(run, e, sample))
         summarize(run, e, sample);
     if (e->stab >= 0 && ts_stab_due(run->prog, run->runs, e, sample)) ts_stab_observe(run->prog, run->runs, run->steps, e); /* stability signals' scores or logits */
     bool fed = p->dev_outfeed && !e->on_host; /* a device's: captured there (ts_observe_device), pushed after the run */

@@ -146,8 +146,8 @@ void ts_fwd_batch_norm(const ts_kctx *k) {
     bool batch = bn_batch(k);
     /* the running buffers are graph-held state this op updates in place */
     float *rm = (float *)(uintptr_t)k->in[3], *rv = (float *)(uintptr_t)k->in[4];
-    ts_batch_norm_forward(k->pool, k->out, k->scratch, k->in[0], k->in[1], k->in[2], rm, rv, N, C, inner, k->node->fattr[0],
-                          k->node->fattr[1], batch, batch && k->update_state, k->relu_out);
+    ts_batch_norm_forward_summed(k->pool, k->out, k->scratch, k->in[0], k->in[1], k->in[2], rm, rv, N, C, inner, k->node->fattr[0],
+                                 k->node->fattr[1], batch, batch && k->update_state, k->relu_out, k->sums_out, k->sums_relu);
 }
 
 void ts_bwd_batch_norm(const ts_kctx *k) {

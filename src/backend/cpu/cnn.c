@@ -23,6 +23,7 @@
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/lane_sum.h"
 #include "backend/vmath.h"
+#include "core/stats_vec.h"
 
 #include <math.h>
 #include <string.h>
@@ -1993,11 +1994,16 @@ void ts_avg_pool2d_backward(ts_pool *p, float *dx, const float *dy, const ts_con
 typedef struct bn_job {
     float *y, *stats, *run_mean, *run_var, *dx, *dw, *db;
     float *relu; /* forward: also max(0, y) here, row by row as y is written (a Relu that follows: ts_kctx.relu_out; may be y), else NULL */
+    ts_stats_sums *sy, *sr; /* forward: per channel, the sums of y and of the Relu's values (sr with sy) as they are written, else NULL */
     const float *x, *w, *b, *dy;
     int64_t N, C, inner;
     float eps, momentum;
     bool batch, update, store; /* store: dx = rather than dx += */
 } bn_job;
+
+/* Rows of a channel the forward writes before it sums them, about this
+ * many floats (in L1 still; a call of the sums each, not one a row) */
+#define BN_SUM_FLOATS 4096
 
 static void bn_fwd_channels(void *vj, int64_t begin, int64_t end) {
     const bn_job *j = vj;
@@ -2026,12 +2032,22 @@ static void bn_fwd_channels(void *vj, int64_t begin, int64_t end) {
         j->stats[c] = m;
         j->stats[j->C + c] = invstd;
         float scale = (j->w ? j->w[c] : 1.0f) * invstd, shift = j->b ? j->b[c] : 0.0f;
-        for (int64_t n = 0; n < j->N; n++) {
-            const float *r = j->x + (n * j->C + c) * j->inner;
-            float *o = j->y + (n * j->C + c) * j->inner;
-            for (int64_t i = 0; i < j->inner; i++) o[i] = (r[i] - m) * scale + shift;
-            if (j->relu) relu_into(j->relu + (o - j->y), o, j->inner); /* the row still in the cache */
+        ts_sums_rows sums;
+        if (j->sy) ts_sums_rows_start(&sums, &j->sy[c], j->sr ? &j->sr[c] : NULL);
+        int64_t block = j->sy ? BN_SUM_FLOATS / j->inner + 1 : 1, stride = j->C * j->inner; /* rows summed at once */
+        for (int64_t n0 = 0; n0 < j->N; n0 += block) {
+            int64_t n1 = j->N - n0 < block ? j->N : n0 + block;
+            for (int64_t n = n0; n < n1; n++) {
+                const float *r = j->x + (n * j->C + c) * j->inner;
+                float *o = j->y + (n * j->C + c) * j->inner;
+                for (int64_t i = 0; i < j->inner; i++) o[i] = (r[i] - m) * scale + shift;
+            }
+            /* the rows still in the cache: their sums (and their Relu's), then their Relu, perhaps over them */
+            float *o = j->y + (n0 * j->C + c) * j->inner;
+            if (j->sy) ts_sums_rows_add(&sums, o, n1 - n0, j->inner, stride);
+            for (int64_t n = n0; j->relu && n < n1; n++) relu_into(j->relu + (o - j->y) + (n - n0) * stride, o + (n - n0) * stride, j->inner);
         }
+        if (j->sy) ts_sums_rows_finish(&sums);
     }
 }
 
@@ -2066,8 +2082,14 @@ static void bn_bwd_channels(void *vj, int64_t begin, int64_t end) {
 void ts_batch_norm_forward(ts_pool *p, float *y, float *stats, const float *x, const float *w, const float *b, float *run_mean,
                            float *run_var, int64_t N, int64_t C, int64_t inner, float eps, float momentum, bool batch, bool update,
                            float *relu) {
+    ts_batch_norm_forward_summed(p, y, stats, x, w, b, run_mean, run_var, N, C, inner, eps, momentum, batch, update, relu, NULL, NULL);
+}
+
+void ts_batch_norm_forward_summed(ts_pool *p, float *y, float *stats, const float *x, const float *w, const float *b, float *run_mean,
+                                  float *run_var, int64_t N, int64_t C, int64_t inner, float eps, float momentum, bool batch, bool update,
+                                  float *relu, ts_stats_sums *sy, ts_stats_sums *sr) {
     bn_job j = {.y = y, .stats = stats, .x = x, .w = w, .b = b, .run_mean = run_mean, .run_var = run_var, .N = N, .C = C, .inner = inner,
-                .eps = eps, .momentum = momentum, .batch = batch, .update = update, .relu = relu};
+                .eps = eps, .momentum = momentum, .batch = batch, .update = update, .relu = relu, .sy = sy, .sr = relu ? sr : NULL};
     ts_pool_for(p, C, grain_for(2 * N * inner), bn_fwd_channels, &j);
 }
 

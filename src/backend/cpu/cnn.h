@@ -112,6 +112,14 @@ void ts_avg_pool2d_backward(ts_pool *p, float *dx, const float *dy, const ts_con
 void ts_batch_norm_forward(ts_pool *p, float *y, float *stats, const float *x, const float *w, const float *b, float *run_mean,
                            float *run_var, int64_t N, int64_t C, int64_t inner, float eps, float momentum, bool batch, bool update,
                            float *relu);
+/* The same, summing y's values (sy) and the Relu's (sr, with sy and relu)
+ * for the plain stats a watch asks (ts_kctx.sums_out, sums_relu) as each
+ * row is written: one ts_stats_sums per channel, added to in row order, so
+ * the sums do not depend on the threads (NULL: not wanted). */
+struct ts_stats_sums;
+void ts_batch_norm_forward_summed(ts_pool *p, float *y, float *stats, const float *x, const float *w, const float *b, float *run_mean,
+                                  float *run_var, int64_t N, int64_t C, int64_t inner, float eps, float momentum, bool batch, bool update,
+                                  float *relu, struct ts_stats_sums *sy, struct ts_stats_sums *sr);
 /* dx += ... (dx_store: dx = ...), dw += ..., db += ... (each may be NULL) */
 void ts_batch_norm_backward(ts_pool *p, float *dx, float *dw, float *db, const float *dy, const float *x, const float *w,
                             const float *stats, int64_t N, int64_t C, int64_t inner, bool batch, bool dx_store);

@@ -186,7 +186,7 @@ static const ts_kernel_row kernels[] = {
     [TS_OP_AVG_POOL2D] = {.forward = ts_fwd_avg_pool2d, .backward = ts_bwd_avg_pool2d},
     [TS_OP_GLOBAL_AVG_POOL] = {.forward = ts_fwd_global_pool, .backward = ts_bwd_global_pool},
     [TS_OP_BATCH_NORM] = {.forward = ts_fwd_batch_norm, .backward = ts_bwd_batch_norm, .stores_din = 1u, .fuses_relu = true,
-                          .pass_over_in0 = true},
+                          .sums_channels = true, .pass_over_in0 = true},
     [TS_OP_DROPOUT_MASK] = {.forward = ts_fwd_dropout_mask},
     [TS_OP_RANDOM_UNIFORM] = {.forward = ts_fwd_random_uniform},
     [TS_OP_TANH] = {.forward = ts_fwd_tanh, .backward = ts_bwd_tanh},
