@@ -5,6 +5,7 @@
  * parsed back. */
 #include "check.h"
 #include "core/stats.h"
+#include "core/stats_vec.h"
 
 #include <float.h>
 #include <stddef.h>
@@ -594,6 +595,56 @@ static void test_text(void) {
     CHECK(strlen(row) == strlen(hdr) && strstr(row, "..."), "long name keeps alignment: %s", row);
 }
 
+/* ------------------------------------------------- a work item's rows */
+
+/* ts_sums_rows over `rows` rows of n values, stride apart (the rows a
+ * BatchNorm's channel is written in), taken `block` rows a call, and its
+ * Relu's beside it: the summaries of both against the reference over the
+ * rows' values and over their Relu (x < 0 ? 0 : x: NaN and -0 kept), for
+ * rows shorter than a vector, with a tail, of whole vectors, longer than
+ * a run, with and without awkward values (NaN, Inf, zeros of both signs,
+ * subnormals, -FLT_MAX: the runs holding them summed from memory), and
+ * with a zero every third value (a tail's first value a zero: the lanes
+ * it fills are not counted). */
+static void test_rows(void) {
+    static const int64_t lens[] = {1, 15, 16, 17, 63, 64, 100, 784, 1023, 1024, 1025, 2500};
+    static const int64_t row_counts[] = {1, 3, 40};
+    for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++)
+        for (size_t ri = 0; ri < sizeof row_counts / sizeof row_counts[0]; ri++)
+            for (int awkward = 0; awkward < 3; awkward++) /* 2: a zero of either sign every third value */
+                for (int relu = 0; relu < 2; relu++) {
+                    int64_t n = lens[li], rows = row_counts[ri], stride = n + 7, block = (rows + 1) / 2;
+                    float *m = malloc(sizeof(float) * (size_t)(rows * stride)), *v = malloc(sizeof(float) * (size_t)(rows * n));
+                    fill(m, rows * stride, awkward ? -0.5 : 3.0, 2.0, awkward == 1 ? 53 : 0);
+                    for (int64_t i = 0; awkward == 2 && i < rows * stride; i += 3) m[i] = i % 2 ? -0.0f : 0.0f;
+                    for (int64_t r = 0; r < rows; r++) memcpy(v + r * n, m + r * stride, sizeof(float) * (size_t)n);
+                    ts_stats_sums a = {0}, ar = {0};
+                    ts_sums_rows acc;
+                    ts_sums_rows_start(&acc, &a, relu ? &ar : NULL);
+                    for (int64_t r = 0; r < rows; r += block) ts_sums_rows_add(&acc, m + r * stride, rows - r < block ? rows - r : block, n, stride);
+                    ts_sums_rows_finish(&acc);
+                    for (int side = 0; side <= relu; side++) {
+                        ts_stats_partial *p = malloc(sizeof *p);
+                        ts_summary *got = malloc(sizeof *got);
+                        ts_stats want;
+                        ts_stats_partial_init(p, TS_WATCH_STATS);
+                        ts_stats_sums_merge(p, side ? &ar : &a);
+                        ts_stats_finish(p, got);
+                        if (side)
+                            for (int64_t i = 0; i < rows * n; i++) v[i] = v[i] < 0.0f ? 0.0f : v[i];
+                        reference(v, rows * n, &want);
+                        char what[96];
+                        snprintf(what, sizeof what, "rows: %lld x %lld%s%s", (long long)rows, (long long)n, awkward == 1 ? ", awkward values" : awkward ? ", zeros" : "",
+                                 side ? ", the Relu's" : "");
+                        compare_stats(what, &got->stats, &want, 2e-6);
+                        free(p);
+                        free(got);
+                    }
+                    free(m);
+                    free(v);
+                }
+}
+
 int main(void) {
     test_moments();
     test_lengths();
@@ -602,6 +653,7 @@ int main(void) {
     test_tb();
     test_range();
     test_merge();
+    test_rows();
     test_text();
     return check_summary("test_stats");
 }

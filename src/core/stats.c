@@ -752,33 +752,83 @@ static void relu_sums_add(ts_stats_sums *ar, const float *x, int64_t n) {
     ts_stats_sums_add(ar, ys, n);
 }
 
-/* A piece of a row, x[0..n), into the lanes: its whole vectors, then its
- * last few values as one vector whose other lanes hold the shift c in
- * the sums (deviations 0, a Relu's too) and x[whole] in the extremes and
- * zeros, whose count *zfix and *negfix take back. */
-static inline void rows_piece(ts_vacc *ax, relu_acc *ay, bool relu, const float *x, int64_t n, ts_vfloat cx, ts_vfloat cy,
-                              int64_t *zfix, int64_t *negfix) {
+/* The Relu of v, as the Relu kernel: max(0, v) takes v where v is NaN or
+ * -0 (the second operand where the compare fails), one instruction. */
+static inline ts_vfloat relu_v(ts_vfloat v) { return TS_VMAX((ts_vfloat){0}, v); }
+
+/* A piece of a row, x[0..n), into the lanes: four vectors at a time as
+ * block_fast takes them (each sum split between the two kinds of pipe,
+ * the squares in four chains folded into the run's at the end), then one
+ * at a time, then its last few values as one vector whose other lanes
+ * hold the shift c in the sums (deviations 0, a Relu's too: its shift is
+ * relu1(c)) and x[whole] in the extremes and zeros, whose count *zfix
+ * (and *rzfix, the Relu's zeros) take back. The Relu's zeros are counted
+ * in its own values (*rz), its extremes follow x's. */
+static inline void rows_piece(ts_vacc *ax, relu_acc *ay, ts_vzcount *rz, bool relu, const float *x, int64_t n, ts_vfloat cx, ts_vfloat cy,
+                              int64_t *zfix, int64_t *rzfix) {
     enum { V = TS_STATS_VEC };
+    ts_vfloat ncx = -cx, ncy = -cy, q0 = {0}, q1 = {0}, q2 = {0}, q3 = {0}, r0 = {0}, r1 = {0}, r2 = {0}, r3 = {0};
     int64_t i = 0;
-    for (; i + 2 * V <= n; i += 2 * V) {
-        ts_vfloat v0, v1;
+    for (; i + 4 * V <= n; i += 4 * V) {
+        ts_vfloat v0, v1, v2, v3;
         memcpy(&v0, x + i, sizeof v0);
         memcpy(&v1, x + i + V, sizeof v1);
-        ts_vacc_add2(ax, v0, v1, cx);
-        if (relu) relu_add2(ay, v0, v1, cy);
+        memcpy(&v2, x + i + 2 * V, sizeof v2);
+        memcpy(&v3, x + i + 3 * V, sizeof v3);
+        TS_VKEEP(v0);
+        TS_VKEEP(v1);
+        TS_VKEEP(v2);
+        TS_VKEEP(v3);
+        ts_vfloat d0 = TS_VADD_FMA(v0, ncx), d1 = TS_VADD_FMA(v1, ncx), d2 = TS_VADD_FMA(v2, ncx), d3 = TS_VADD_FMA(v3, ncx);
+        q0 = TS_VFMA(d0, d0, q0);
+        q1 = TS_VFMA(d1, d1, q1);
+        q2 = TS_VFMA(d2, d2, q2);
+        q3 = TS_VFMA(d3, d3, q3);
+        ax->s = TS_VADD_FMA((d0 + d1) + TS_VADD_FMA(d2, d3), ax->s);
+        ax->mn = TS_VMIN(TS_VMIN(TS_VMIN(v0, v1), TS_VMIN(v2, v3)), ax->mn);
+        ax->mx = TS_VMAX(TS_VMAX(TS_VMAX(v0, v1), TS_VMAX(v2, v3)), ax->mx);
+        ts_vz_add(&ax->z, v0);
+        ts_vz_add(&ax->z, v1);
+        ts_vz_add(&ax->z, v2);
+        ts_vz_add(&ax->z, v3);
+        if (!relu) continue;
+        ts_vfloat y0 = relu_v(v0), y1 = relu_v(v1), y2 = relu_v(v2), y3 = relu_v(v3);
+        ts_vfloat e0 = TS_VADD_FMA(y0, ncy), e1 = TS_VADD_FMA(y1, ncy), e2 = TS_VADD_FMA(y2, ncy), e3 = TS_VADD_FMA(y3, ncy);
+        r0 = TS_VFMA(e0, e0, r0);
+        r1 = TS_VFMA(e1, e1, r1);
+        r2 = TS_VFMA(e2, e2, r2);
+        r3 = TS_VFMA(e3, e3, r3);
+        ay->s = TS_VADD_FMA((e0 + e1) + TS_VADD_FMA(e2, e3), ay->s);
+        ts_vz_add(rz, y0);
+        ts_vz_add(rz, y1);
+        ts_vz_add(rz, y2);
+        ts_vz_add(rz, y3);
     }
     for (; i + V <= n; i += V) {
-        ts_vfloat v;
+        ts_vfloat v, d;
         memcpy(&v, x + i, sizeof v);
         ts_vacc_add(ax, v, cx);
-        if (relu) relu_add(ay, v, cy);
+        if (!relu) continue;
+        ts_vfloat y = relu_v(v);
+        d = y - cy;
+        ay->s += d;
+        r0 = TS_VFMA(d, d, r0);
+        ts_vz_add(rz, y);
     }
+    ax->q += (q0 + q1) + (q2 + q3);
+    if (relu) ay->q += (r0 + r1) + (r2 + r3);
     if (i == n) return;
-    float bs[V], be[V];
-    for (int k = 0; k < V; k++) bs[k] = i + k < n ? x[i + k] : cx[0], be[k] = i + k < n ? x[i + k] : x[i];
     ts_vfloat vs, ve, d;
+#if TS_STATS_VEC == 16
+    __mmask16 k = (__mmask16)((1u << (n - i)) - 1u);
+    vs = _mm512_mask_loadu_ps(cx, k, x + i);
+    ve = _mm512_mask_loadu_ps(_mm512_set1_ps(x[i]), k, x + i);
+#else
+    float bs[V], be[V];
+    for (int j = 0; j < V; j++) bs[j] = i + j < n ? x[i + j] : cx[0], be[j] = i + j < n ? x[i + j] : x[i];
     memcpy(&vs, bs, sizeof vs);
     memcpy(&ve, be, sizeof ve);
+#endif
     d = vs - cx;
     ax->s += d;
     ax->q = TS_VFMA(d, d, ax->q);
@@ -788,8 +838,12 @@ static inline void rows_piece(ts_vacc *ax, relu_acc *ay, bool relu, const float 
     int64_t fill = V - (n - i);
     *zfix += x[i] == 0.0f ? fill : 0;
     if (!relu) return;
-    relu_add(ay, vs, cy); /* the fill's Relu deviates by 0 from the Relu's shift, relu1(c); c < 0 counts as negative */
-    *negfix += cx[0] < 0.0f ? fill : 0;
+    ts_vfloat y = relu_v(vs); /* the fill's Relu, relu1(c), deviates by 0 from the Relu's shift; a zero where c <= 0 */
+    d = y - cy;
+    ay->s += d;
+    ay->q = TS_VFMA(d, d, ay->q);
+    ts_vz_add(rz, y);
+    *rzfix += cy[0] == 0.0f ? fill : 0;
 }
 
 void ts_sums_rows_add(ts_sums_rows *r, const float *x, int64_t rows, int64_t n, int64_t stride) {
@@ -804,15 +858,16 @@ void ts_sums_rows_add(ts_sums_rows *r, const float *x, int64_t rows, int64_t n, 
     int64_t per_row = (n + RUN - 1) / RUN, pieces = rows * per_row;
     ts_vacc ax = r->ax; /* in registers across the rows, not through r (which the loads of x may alias) */
     relu_acc ay = r->ay;
+    ts_vzcount rz = r->rz;
     for (int64_t p0 = 0, p1; p0 < pieces; p0 = p1) {
         ts_vacc_mark m = ts_vacc_run_begin(&ax);
-        ts_vint neg0 = ay.neg;
-        int64_t zf0 = r->zfix, nf0 = r->negfix, vecs = 0, vals = 0;
+        ts_vzcount rz0 = rz;
+        int64_t zf0 = r->zfix, rf0 = r->rzfix, vecs = 0, vals = 0;
         ay.s = ay.q = (ts_vfloat){0};
         for (p1 = p0; p1 < pieces; p1++) {
             int64_t off = p1 % per_row * RUN, len = n - off < RUN ? n - off : RUN, nv = (len + V - 1) / V;
             if (vecs + nv > TS_VACC_RUN) break; /* never the run's first: a piece is at most a run */
-            rows_piece(&ax, &ay, ar != NULL, x + p1 / per_row * stride + off, len, cx, cy, &r->zfix, &r->negfix);
+            rows_piece(&ax, &ay, &rz, ar != NULL, x + p1 / per_row * stride + off, len, cx, cy, &r->zfix, &r->rzfix);
             vecs += nv, vals += len;
         }
         if (ts_vsums_finite(ax.s, ax.q) && (!ar || ts_vsums_finite(ay.s, ay.q))) {
@@ -822,7 +877,7 @@ void ts_sums_rows_add(ts_sums_rows *r, const float *x, int64_t rows, int64_t n, 
         }
         /* NaN or Inf, or a square beyond float's range: the run's pieces from memory */
         ts_vacc_run_drop(&ax, m);
-        ay.neg = neg0, r->zfix = zf0, r->negfix = nf0;
+        rz = rz0, r->zfix = zf0, r->rzfix = rf0;
         for (int64_t p = p0; p < p1; p++) {
             int64_t off = p % per_row * RUN, len = n - off < RUN ? n - off : RUN;
             const float *q = x + p / per_row * stride + off;
@@ -830,7 +885,7 @@ void ts_sums_rows_add(ts_sums_rows *r, const float *x, int64_t rows, int64_t n, 
             if (ar) relu_sums_add(ar, q, len);
         }
     }
-    r->ax = ax, r->ay = ay;
+    r->ax = ax, r->ay = ay, r->rz = rz;
 }
 
 /* n finite values, zeros of them, their sums around a->c and extremes, into a */
@@ -844,15 +899,13 @@ static void sums_add_finite(ts_stats_sums *a, int64_t n, int64_t zeros, double s
 void ts_sums_rows_finish(ts_sums_rows *r) {
     double ss, qq;
     float lo, hi;
-    int64_t zz, n = r->ax.n, neg = -r->negfix;
+    int64_t zz, n = r->ax.n;
     lanes_totals(r->ax.ds, r->ax.dq, &ss, &qq);
     vacc_extremes(&r->ax, &lo, &hi, &zz);
-    zz -= r->zfix;
-    sums_add_finite(r->a, n, zz, ss, qq, lo, hi);
+    sums_add_finite(r->a, n, zz - r->zfix, ss, qq, lo, hi);
     if (!r->ar) return;
     lanes_totals(r->ay.ds, r->ay.dq, &ss, &qq);
-    for (int j = 0; j < TS_STATS_VEC; j++) neg -= r->ay.neg[j];
-    sums_add_finite(r->ar, n, zz + neg, ss, qq, lo > 0.0f ? lo : 0.0f, hi > 0.0f ? hi : 0.0f);
+    sums_add_finite(r->ar, n, ts_vz_total(r->rz) - r->rzfix, ss, qq, lo > 0.0f ? lo : 0.0f, hi > 0.0f ? hi : 0.0f);
 }
 
 /* ---------------------------------------------------------- the partials */

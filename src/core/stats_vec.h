@@ -283,8 +283,9 @@ typedef struct ts_relu_acc {
 typedef struct ts_sums_rows {
     ts_stats_sums *a, *ar; /* ar: the Relu's, or NULL */
     ts_vacc ax;
-    ts_relu_acc ay;
-    int64_t zfix, negfix;  /* the zeros and negatives the lanes counted that are not values (rows_piece's fill) */
+    ts_relu_acc ay;        /* its sums (its `neg` unused) */
+    ts_vzcount rz;         /* the Relu's zeros */
+    int64_t zfix, rzfix;   /* the zeros the lanes counted that are not values (stats.c's rows_piece's fill) */
 } ts_sums_rows;
 void ts_sums_rows_start(ts_sums_rows *r, ts_stats_sums *a, ts_stats_sums *ar);
 void ts_sums_rows_add(ts_sums_rows *r, const float *x, int64_t rows, int64_t n, int64_t stride);
