@@ -354,27 +354,33 @@ static void test_relu_pair(int64_t cols, int threads, int poison, int sign) {
  * are summed by the BatchNorm's kernel as it writes them (one set of sums
  * per channel, merged in channel order; the Relu then written over the
  * output, which nothing reads after the kernel): each summary must be one
- * pass over the values a twin anchors instead (the twin's kernel sums
+ * pass over the values a twin anchors instead (the twin's kernels sum
  * nothing), with rows of whole vectors (28x28), with a ragged tail
  * (10x10, 9x9), longer than one run of the sums (37x37), with NaN and Inf
  * in two channels (their runs summed from memory), the Relu watched every
  * other run (taken beside the output's, or from its own memory); the
  * weights the same bits as the twin's, and each summary the same bits on
- * 1 thread and on 3 (`bits`: that one's, kept from the first call). */
-static void test_bn_kernel(int64_t h, int64_t w, int threads, int poison, int relu_period, ts_stats bits[2]) {
-    enum { N = 5, C = 6, CL = 3, RUNS2 = 3 };
-    char what[128];
-    snprintf(what, sizeof what, "batch norm's kernel sums, %lldx%lld, %d thread%s%s, Relu every %d", (long long)h, (long long)w, threads,
-             threads > 1 ? "s" : "", poison ? ", NaN and Inf" : "", relu_period);
-    int64_t n = N * C * h * w;
+ * 1 thread and on 3 (`bits`: that one's, kept from the first call).
+ * `conv`: a 3x3 convolution in front, watched too, whose kernel sums its
+ * output a sample at a time where its path takes samples whole; with
+ * fewer samples than threads (`samples` 2 on 3 threads, 37x37) they share
+ * each sample, that path sums nothing and the watch takes its own pass. */
+static void test_bn_kernel(int64_t h, int64_t w, int threads, int poison, int relu_period, int conv, int samples, ts_stats bits[3]) {
+    enum { C = 6, CIN = 2, CL = 3, RUNS2 = 3 };
+    const int N = samples, CX = conv ? CIN : C;
+    char what[160];
+    snprintf(what, sizeof what, "kernel sums, %sbatch norm, %d x %lldx%lld, %d thread%s%s, Relu every %d", conv ? "conv + " : "", N,
+             (long long)h, (long long)w, threads, threads > 1 ? "s" : "", poison ? ", NaN and Inf" : "", relu_period);
+    int64_t n = N * CX * h * w;
     float *xb = malloc(sizeof(float) * (size_t)n);
-    int32_t yb[N];
+    int32_t yb[8];
     uint32_t kept = rng;
     rng = 4242u; /* the same values on every thread count */
-    for (int64_t i = 0; i < n; i++) xb[i] = rnd() * 2.0f + (float)(i / (h * w) % C) * 0.5f; /* each channel its own mean */
+    for (int64_t i = 0; i < n; i++) xb[i] = rnd() * 2.0f + (float)(i / (h * w) % CX) * 0.5f; /* each channel its own mean */
     rng = kept;
     for (int i = 0; i < N; i++) yb[i] = i % CL;
-    if (poison) xb[2 * h * w + 7] = NAN, xb[(C + 3) * h * w + 1] = INFINITY; /* channel 2 of sample 0, channel 3 of sample 1 */
+    if (poison) xb[2 * h * w + 7] = NAN, xb[(CX + 3) * h * w + 1] = INFINITY; /* channel 2 of sample 0, channel 3 of sample 1 */
+    static const char *const names[3] = {"bn/BatchNorm:0", "Relu:0", "conv/Conv2d:0"};
     ts_graph *gs[2];
     ts_options *os[2];
     ts_model *ms[2] = {NULL, NULL};
@@ -382,34 +388,33 @@ static void test_bn_kernel(int64_t h, int64_t w, int threads, int poison, int re
     int64_t in_kernel0 = ts_counter_get("SummariesInKernel");
     for (int k = 0; k < 2; k++) { /* 0 watched, 1 the twin anchoring the same tensors */
         ts_graph *g = gs[k] = ts_graph_new(21);
-        ts_tensor *x = ts_input(g, "x", TS_F32, 4, (int64_t[]){N, C, h, w});
+        ts_tensor *x = ts_input(g, "x", TS_F32, 4, (int64_t[]){N, CX, h, w});
         ts_tensor *y = ts_input(g, "labels", TS_I32, 1, (int64_t[]){N});
+        ts_conv2d_params cp = {.stride_h = 1, .stride_w = 1, .pad_top = 1, .pad_bottom = 1, .pad_left = 1, .pad_right = 1};
+        if (conv) x = ts_conv2d_layer(g, x, C, 3, 3, &cp, 0, "conv");
         ts_tensor *b = ts_relu(g, ts_batch_norm_layer(g, x, "bn"));
         ts_tensor *loss = ts_cross_entropy(g, ts_linear(g, ts_flatten(g, b, 1), CL, "fc"), y);
         ts_options *o = os[k] = ts_options_new();
         ts_options_set_threads(o, threads);
-        if (k == 0) {
-            ts_options_watch(o, "bn/BatchNorm:0", TS_WATCH_STATS, 1);
-            ts_options_watch(o, "Relu:0", TS_WATCH_STATS, relu_period);
-        } else {
-            ts_options_anchor(o, NULL, "bn/BatchNorm:0", TS_OUTPUT_FINAL, 0);
-            ts_options_anchor(o, NULL, "Relu:0", TS_OUTPUT_FINAL, 0);
+        for (int t = 0; t < 2 + conv; t++) {
+            if (k == 0) ts_options_watch(o, names[t], TS_WATCH_STATS, t == 1 ? relu_period : 1);
+            else ts_options_anchor(o, NULL, names[t], TS_OUTPUT_FINAL, 0);
         }
         ts_options_anchor(o, NULL, "UpdatedVar___*", TS_OUTPUT_FINAL, 0);
         if (!st) st = ts_model_training(&ms[k], g, loss, o, ts_sgd(0.05f, 0.9f, 0.0f));
         if (!st) st = ts_model_compile(ms[k]);
     }
     for (int r = 0; !st && r < (poison ? 1 : RUNS2); r++) {
-        const char *names[2] = {"x", "labels"};
-        ts_array in[2] = {ts_array_f32(xb, 4, (int64_t[]){N, C, h, w}), ts_array_i32(yb, 1, (int64_t[]){N})};
-        for (int k = 0; k < 2 && !st; k++) st = ts_model_run(ms[k], names, in, 2);
+        const char *in_names[2] = {"x", "labels"};
+        ts_array in[2] = {ts_array_f32(xb, 4, (int64_t[]){N, CX, h, w}), ts_array_i32(yb, 1, (int64_t[]){N})};
+        for (int k = 0; k < 2 && !st; k++) st = ts_model_run(ms[k], in_names, in, 2);
         CHECK_OK(st, "%s: run %d", what, r);
         const ts_watch_result *res;
         size_t nr = 0;
         if (st || ts_model_watch_results(ms[0], &res, &nr)) break;
-        CHECK(nr == 2, "%s: two watch results (%zu)", what, nr);
+        CHECK((int)nr == 2 + conv, "%s: %d watch results (%zu)", what, 2 + conv, nr);
         for (size_t i = 0; i < nr; i++) {
-            int is_relu = strcmp(res[i].name, "Relu:0") == 0, due = !is_relu || r % relu_period == 0;
+            int t = strcmp(res[i].name, names[0]) == 0 ? 0 : strcmp(res[i].name, names[1]) == 0 ? 1 : 2, due = t != 1 || r % relu_period == 0;
             ts_array a;
             if (!due) {
                 CHECK(res[i].run == r - r % relu_period, "%s: run %d: %s keeps run %lld's summary", what, r, res[i].name, (long long)res[i].run);
@@ -418,11 +423,11 @@ static void test_bn_kernel(int64_t h, int64_t w, int threads, int poison, int re
             CHECK(res[i].run == r && ts_model_anchored(ms[1], res[i].name, &a) == TS_OK &&
                       same_summary(res[i].summary, a.data, ts_array_numel(&a), TS_WATCH_STATS, res[i].name),
                   "%s: run %d: %s = one pass over the twin's anchored values", what, r, res[i].name);
-            if (poison && !is_relu)
+            if (poison && t == 0)
                 CHECK(res[i].summary->stats.nans >= N * h * w, "%s: the NaN channel counted (%lld NaN)", what, (long long)res[i].summary->stats.nans);
-            if (r == 0 && bits && !bits[is_relu].count) bits[is_relu] = res[i].summary->stats;
+            if (r == 0 && bits && !bits[t].count) bits[t] = res[i].summary->stats;
             else if (r == 0 && bits)
-                CHECK(memcmp(&bits[is_relu], &res[i].summary->stats, sizeof(ts_stats)) == 0, "%s: %s the same bits as on the first thread count",
+                CHECK(memcmp(&bits[t], &res[i].summary->stats, sizeof(ts_stats)) == 0, "%s: %s the same bits as on the first thread count",
                       what, res[i].name);
         }
         ts_array wa, wb;
@@ -430,11 +435,13 @@ static void test_bn_kernel(int64_t h, int64_t w, int threads, int poison, int re
                   memcmp(wa.data, wb.data, sizeof(float) * (size_t)ts_array_numel(&wa)) == 0,
               "%s: run %d: the weights the twin's bits", what, r);
     }
-    const char *dev = getenv("TS_DEVICE"); /* a device (its staged twin too) summarises where the values live */
+    /* the kernels took them on the host (a device, its staged twin too, summarises where the values live) */
+    const char *dev = getenv("TS_DEVICE");
     int64_t want = 0, runs = poison ? 1 : RUNS2;
-    for (int r = 0; (!dev || !*dev || strcmp(dev, "cpu") == 0) && r < runs; r++) want += 1 + (r % relu_period == 0);
+    bool shared = N < threads && h * w * N * C * CIN * 9 >= 256 * 1024; /* the convolution's threads share each sample */
+    for (int r = 0; (!dev || !*dev || strcmp(dev, "cpu") == 0) && r < runs; r++) want += 1 + (r % relu_period == 0) + (conv && !shared);
     int64_t took = ts_counter_get("SummariesInKernel") - in_kernel0;
-    CHECK(st || took == want, "%s: the kernel took %lld summaries (expected %lld)", what, (long long)took, (long long)want);
+    CHECK(st || took == want, "%s: the kernels took %lld summaries (expected %lld)", what, (long long)took, (long long)want);
     for (int k = 0; k < 2; k++) {
         ts_model_free(ms[k]);
         ts_options_free(os[k]);
@@ -633,12 +640,15 @@ int main(void) {
         test_relu_pair(30011, 2, 1, sign);
     }
     static const int64_t bn_sides[4][2] = {{28, 28}, {10, 10}, {9, 9}, {37, 37}};
-    for (int k = 0; k < 4; k++) {
-        ts_stats bits[2] = {{0}, {0}};
-        for (int threads = 1; threads <= 3; threads += 2) test_bn_kernel(bn_sides[k][0], bn_sides[k][1], threads, 0, 1, bits);
-        test_bn_kernel(bn_sides[k][0], bn_sides[k][1], 2, 0, 2, NULL);
-        test_bn_kernel(bn_sides[k][0], bn_sides[k][1], 2, 1, 1, NULL);
-    }
+    for (int k = 0; k < 4; k++)
+        for (int conv = 0; conv < 2; conv++) {
+            ts_stats bits[3] = {{0}, {0}, {0}};
+            int64_t h = bn_sides[k][0], w = bn_sides[k][1];
+            for (int threads = 1; threads <= 3; threads += 2) test_bn_kernel(h, w, threads, 0, 1, conv, 5, bits);
+            test_bn_kernel(h, w, 2, 0, 2, conv, 5, NULL);
+            if (!conv) test_bn_kernel(h, w, 2, 1, 1, conv, 5, NULL); /* (through a convolution the NaN would reach every channel) */
+        }
+    test_bn_kernel(37, 37, 3, 0, 1, 1, 2, NULL); /* the convolution's threads share each sample: it sums nothing */
     static const step_case steps[] = {
         {"SGD, no accumulation, 2 threads, 2 steps a run", {0}, 1, 2, 2, 0, 0},
         {"SGD momentum, accumulation 2, 1 thread", {0}, 2, 1, 1, 0, 0},

@@ -1346,13 +1346,14 @@ static ts_status resolve_watches(const ts_model_def *m, ts_prog *p) {
     /* per-thread partial summaries, allocated here: none in the step loop */
     p->n_slots = m->threads < TS_MAX_SLOTS ? m->threads : TS_MAX_SLOTS;
     if (!(p->parts = ts_calloc((size_t)p->n_slots * TS_STEP_WATCHES, sizeof(ts_stats_partial)))) return TS_ERR_OUT_OF_MEMORY;
-    /* the per-channel sums of the kernels that summarise what they write */
+    /* the sums of the kernels that summarise what they write: per channel
+     * (dim 1) or per sample (dim 0) */
     for (size_t i = 0; i < m->g->n && m->dev.backend->host_addressable; i++) {
         const ts_tensor *t = m->g->t[i];
-        int v = p->value_entry[t->id];
-        if (m->dev.backend->kernels[t->op].sums_channels && v >= 0 && p->entries[v].watch >= 0 && p->shape[t->id].ndim >= 2 &&
-            p->shape[t->id].d[1] > p->chan_sums_n)
-            p->chan_sums_n = p->shape[t->id].d[1];
+        const ts_kernel_row *row = &m->dev.backend->kernels[t->op];
+        int v = p->value_entry[t->id], dim = row->sums_channels ? 1 : row->sums_samples ? 0 : -1;
+        if (dim >= 0 && v >= 0 && p->entries[v].watch >= 0 && p->shape[t->id].ndim >= 2 && p->shape[t->id].d[dim] > p->chan_sums_n)
+            p->chan_sums_n = p->shape[t->id].d[dim];
     }
     if (p->chan_sums_n && !(p->chan_sums = ts_calloc(2 * (size_t)p->chan_sums_n, sizeof *p->chan_sums))) return TS_ERR_OUT_OF_MEMORY;
     return mark_deferrable(m, p) ? TS_ERR_OUT_OF_MEMORY : TS_OK;

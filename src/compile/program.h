@@ -244,9 +244,9 @@ typedef struct ts_prog {
     int n_fusions;
     struct ts_stats_sums *twin_sums; /* the one passes' twin summaries: TS_ATT_ROLES per (batch, head) pair of the largest */
     int64_t twin_pairs;
-    struct ts_stats_sums *chan_sums; /* the kernels' per-channel summaries (ts_kctx.sums_out, sums_relu): two of the
-                                      * largest channel count among the nodes whose kernels may take them */
-    int64_t chan_sums_n;             /* that channel count (0: none) */
+    struct ts_stats_sums *chan_sums; /* the kernels' summaries (ts_kctx.sums_out, sums_relu), per channel or per sample:
+                                      * two of the largest count among the nodes whose kernels may take them */
+    int64_t chan_sums_n;             /* that count (0: none) */
     bool *skip;          /* per node: the current micro-batch's forward and backward skip it (a fused twin's op) */
     int *pass;           /* per order position k: ts_pass_takes' kind, took[0], took[1] (plan_memory; the executor reads it each forward) */
     int *readers;        /* per node: the input slots of the order's nodes that read its output (exec.c: a fused Linear's product read by its Add alone is not kept) */

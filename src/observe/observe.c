@@ -376,8 +376,23 @@ bool ts_observe_kernel_sums(const ts_run *run, int node, const ts_kctx *kc) {
     return kernel_may_sum(run, &p->entries[v]);
 }
 
+/* Whether node's kernel may sum its value a sample at a time (its row
+ * sums_samples), which the executor checks afterwards */
+static bool kernel_may_sum_samples(const ts_run *run, int node, const ts_kctx *kc) {
+    const ts_prog *p = run->prog;
+    int v = p->value_entry[node];
+    return v >= 0 && p->chan_sums && run->dev.backend->host_addressable && run->dev.backend->kernels[run->g->t[node]->op].sums_samples &&
+           kc->out_shape.ndim >= 2 && kc->out_shape.d[0] <= p->chan_sums_n && kernel_may_sum(run, &p->entries[v]);
+}
+
 bool ts_observe_kernel_begin(ts_run *run, int node, int relu, int64_t sample, ts_kctx *kc) {
     ts_prog *p = run->prog;
+    if (kernel_may_sum_samples(run, node, kc)) { /* a sample at a time: its value's alone */
+        size_t N = (size_t)kc->out_shape.d[0];
+        kc->sums_out = watch_due(run, &p->entries[p->value_entry[node]], sample) ? p->chan_sums : NULL;
+        if (kc->sums_out) memset(kc->sums_out, 0, N * sizeof *kc->sums_out);
+        return kc->sums_out != NULL;
+    }
     if (!ts_observe_kernel_sums(run, node, kc)) return false;
     size_t C = (size_t)kc->out_shape.d[1];
     const ts_entry *y = &p->entries[p->value_entry[node]], *r = relu >= 0 && kc->relu_out ? &p->entries[p->value_entry[relu]] : NULL;
@@ -405,8 +420,17 @@ static void kernel_publish(ts_run *run, ts_entry *e, const ts_stats_sums *sums, 
 
 void ts_observe_kernel_end(ts_run *run, int node, int relu, const ts_kctx *kc) {
     ts_prog *p = run->prog;
+    ts_entry *y = &p->entries[p->value_entry[node]];
+    if (run->dev.backend->kernels[run->g->t[node]->op].sums_samples) { /* taken where the sums cover the value */
+        int64_t N = kc->out_shape.d[0], count = 0;
+        for (int64_t n = 0; n < N; n++) count += kc->sums_out[n].count;
+        if (count != y->numel) return; /* its path does not sum: ts_observe summarises it */
+        kernel_publish(run, y, kc->sums_out, N);
+        ts_counter_add("SummariesInKernel", 1);
+        return;
+    }
     int64_t C = kc->out_shape.d[1];
-    if (kc->sums_out) kernel_publish(run, &p->entries[p->value_entry[node]], kc->sums_out, C);
+    if (kc->sums_out) kernel_publish(run, y, kc->sums_out, C);
     if (kc->sums_relu) kernel_publish(run, &p->entries[p->value_entry[relu]], kc->sums_relu, C);
     ts_counter_add("SummariesInKernel", (kc->sums_out != NULL) + (kc->sums_relu != NULL));
 }

@@ -36,7 +36,7 @@ void ts_fwd_conv2d(const ts_kctx *k) {
     k = ts_cpu_widen(k, &room);
     ts_conv_geom g = conv_geom(k);
     const float *b = k->n_in == 3 ? k->in[2] : NULL;
-    ts_conv_tail tail = {.res = k->residual, .sum = k->residual ? k->residual_out : NULL, .relu = k->relu_out};
+    ts_conv_tail tail = {.res = k->residual, .sum = k->residual ? k->residual_out : NULL, .relu = k->relu_out, .sums = k->sums_out};
     /* a training model's weights change at every step: Winograd's
      * transformed weights are made at each call (no cache), and only where
      * that pays (ts_conv2d_winograd_tile); the others keep im2col's sums */

@@ -178,6 +178,7 @@ typedef struct conv_job {
     bool bias_first; /* inference: the bias fills the output and the product adds to it */
     bool accumulate; /* the product adds to the output (the input gradient as a convolution: dx +=) */
     const ts_conv_tail *tail; /* the fused Add and Relu that follow it, in the output pass (ts_conv_tail), else NULL */
+    ts_stats_sums *sums;      /* forward: the output's sums, one per sample (ts_conv_tail.sums), else NULL */
 } conv_job;
 
 /* r[i] = max(0, y[i]) for i in [0, n) as the Relu computes it
@@ -399,6 +400,7 @@ static void conv_fwd_slots(void *vj, int64_t begin, int64_t end) {
                                    beta, yn + gi * OCg * OHW + oh0 * g->OW, OHW);
                 bias_after(j, yn, OHW, 0, g->OC, oh0 * g->OW, oh1 * g->OW);
             }
+            if (j->sums) ts_stats_sums_add(&j->sums[n], yn, g->OC * OHW); /* the sample's output, in the cache still */
         }
     }
 }
@@ -558,7 +560,7 @@ static conv_job conv_job_for(ts_pool *p, float *ws, const ts_conv_geom *g) {
 static void conv_forward(ts_pool *p, float *ws, float *y, const float *x, const float *w, const float *b, const ts_conv_geom *g,
                          bool bias_first, const ts_conv_tail *tail) {
     conv_job j = conv_job_for(p, ws, g);
-    j.y = y, j.x = x, j.w = w, j.b = b, j.bias_first = bias_first, j.tail = tail_of(tail);
+    j.y = y, j.x = x, j.w = w, j.b = b, j.bias_first = bias_first, j.tail = tail_of(tail), j.sums = tail ? tail->sums : NULL;
     if (j.shared) conv_fwd_shared(p, &j);
     else ts_pool_for(p, j.slots, 1, conv_fwd_slots, &j);
 }

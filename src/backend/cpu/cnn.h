@@ -39,6 +39,12 @@ typedef struct ts_conv_tail {
     const float *res;
     float *sum;
     float *relu;
+    /* the output's plain stats a watch asks (ts_kctx.sums_out), one
+     * ts_stats_sums per sample, summed where the forward's path takes a
+     * sample whole (the im2col slots: each sample's output right after its
+     * product); the other paths leave them (the caller checks the counts).
+     * NULL: not wanted. */
+    struct ts_stats_sums *sums;
 } ts_conv_tail;
 
 /* y[N,OC,OH,OW] = x[N,C,H,W] (*) w[OC,C/groups,KH,KW] + b[OC] (b may be NULL);

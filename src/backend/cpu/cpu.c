@@ -179,7 +179,7 @@ static const ts_kernel_row kernels[] = {
     [TS_OP_BUFFER] = {.forward = NULL}, /* a leaf: bound, not computed */
     [TS_OP_CONV2D] = {.forward = ts_fwd_conv2d, .backward = ts_bwd_conv2d, .workspace_floats = ts_cpu_workspace_conv2d,
                       .cache_floats = ts_cpu_cache_conv2d, .stores_din = 1u, .fuses_relu = true,
-                      .fuses_add_relu = true},
+                      .fuses_add_relu = true, .sums_samples = true},
     [TS_OP_CONV3D] = {.forward = ts_fwd_conv3d, .backward = ts_bwd_conv3d},
     [TS_OP_CONV_TRANSPOSE3D] = {.forward = ts_fwd_conv3d, .backward = ts_bwd_conv3d},
     [TS_OP_MAX_POOL2D] = {.forward = ts_fwd_max_pool2d, .backward = ts_bwd_max_pool2d},
