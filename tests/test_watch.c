@@ -450,6 +450,76 @@ static void test_bn_kernel(int64_t h, int64_t w, int threads, int poison, int re
     free(xb);
 }
 
+/* The kernels' summaries in other settings, each against a twin's
+ * anchored values as test_bn_kernel, a convolution, a BatchNorm and its
+ * Relu watched: `kind` 0 a training model with gradient accumulation 2
+ * and 2 steps a run (taken at the last micro-batch), 1 an inference model
+ * (the norm's running statistics; the convolution's inference path, its
+ * weights kept, sums nothing: the watch's own pass takes it), 2 planes of
+ * 7x7 (rows under 64 values: the norm leaves them to the watch's pass). */
+static void test_kernel_sums_modes(int kind) {
+    enum { N = 4, C = 5, CIN = 3, CL = 3, ACC2 = 2, IT2 = 2 };
+    static const char *const kinds[3] = {"accumulation 2, 2 steps a run", "inference", "7x7 planes"};
+    static const char *const names[3] = {"bn/BatchNorm:0", "Relu:0", "conv/Conv2d:0"};
+    int batches = kind == 0 ? ACC2 * IT2 : 1, watched = 3;
+    int64_t side = kind == 2 ? 7 : 12, xshape[4] = {(int64_t)N * batches, CIN, side, side}, per = CIN * side * side;
+    float *xb = malloc(sizeof(float) * (size_t)(N * batches * per));
+    int32_t yb[N * ACC2 * IT2];
+    for (int64_t i = 0; i < N * batches * per; i++) xb[i] = rnd() * 1.5f + 0.3f;
+    for (int i = 0; i < N * batches; i++) yb[i] = i % CL;
+    ts_graph *gs[2];
+    ts_options *os[2];
+    ts_model *ms[2] = {NULL, NULL};
+    ts_status st = TS_OK;
+    for (int k = 0; k < 2; k++) {
+        ts_graph *g = gs[k] = ts_graph_new(33);
+        ts_tensor *x = ts_input(g, "x", TS_F32, 4, (int64_t[]){N, CIN, side, side});
+        ts_tensor *y = ts_input(g, "labels", TS_I32, 1, (int64_t[]){N});
+        ts_conv2d_params cp = {.stride_h = 1, .stride_w = 1, .pad_top = 1, .pad_bottom = 1, .pad_left = 1, .pad_right = 1};
+        x = ts_conv2d_layer(g, x, C, 3, 3, &cp, 0, "conv");
+        ts_tensor *b = ts_relu(g, ts_batch_norm_layer(g, x, "bn"));
+        ts_tensor *logits = ts_linear(g, ts_flatten(g, b, 1), CL, "fc");
+        ts_options *o = os[k] = ts_options_new();
+        ts_options_set_threads(o, 2);
+        if (kind == 0) ts_options_set_gradient_accumulation(o, ACC2), ts_options_set_device_iterations(o, IT2);
+        for (int t = 0; t < watched; t++) {
+            if (k == 0) ts_options_watch(o, names[t], TS_WATCH_STATS, 1);
+            else ts_options_anchor(o, NULL, names[t], TS_OUTPUT_FINAL, 0);
+        }
+        if (!st && kind == 1) st = ts_model_inference(&ms[k], g, &logits, 1, o);
+        else if (!st) st = ts_model_training(&ms[k], g, ts_cross_entropy(g, logits, y), o, ts_sgd(0.05f, 0.0f, 0.0f));
+        if (!st) st = ts_model_compile(ms[k]);
+    }
+    int64_t took0 = ts_counter_get("SummariesInKernel");
+    for (int r = 0; !st && r < 2; r++) {
+        const char *in_names[2] = {"x", "labels"};
+        ts_array in[2] = {ts_array_f32(xb, 4, xshape), ts_array_i32(yb, 1, (int64_t[]){N * batches})};
+        for (int k = 0; k < 2 && !st; k++) st = ts_model_run(ms[k], in_names, in, kind == 1 ? 1 : 2);
+    }
+    CHECK_OK(st, "kernel sums, %s: compile and run", kinds[kind]);
+    const ts_watch_result *res;
+    size_t nr = 0;
+    if (!st && !ts_model_watch_results(ms[0], &res, &nr)) {
+        CHECK((int)nr == watched, "kernel sums, %s: %d watch results (%zu)", kinds[kind], watched, nr);
+        for (size_t i = 0; i < nr; i++) {
+            ts_array a;
+            CHECK(res[i].run == 1 && ts_model_anchored(ms[1], res[i].name, &a) == TS_OK &&
+                      same_summary(res[i].summary, a.data, ts_array_numel(&a), TS_WATCH_STATS, res[i].name),
+                  "kernel sums, %s: %s = one pass over the twin's anchored values", kinds[kind], res[i].name);
+        }
+    }
+    const char *dev = getenv("TS_DEVICE");
+    int64_t want = !dev || !*dev || strcmp(dev, "cpu") == 0 ? 2 * (kind == 0 ? 3 : 2 - (kind == 2)) : 0; /* the kernels' watches, once a run */
+    CHECK(st || ts_counter_get("SummariesInKernel") - took0 == want, "kernel sums, %s: the kernels took %lld summaries (expected %lld)", kinds[kind],
+          (long long)(ts_counter_get("SummariesInKernel") - took0), (long long)want);
+    for (int k = 0; k < 2; k++) {
+        ts_model_free(ms[k]);
+        ts_options_free(os[k]);
+        ts_graph_free(gs[k]);
+    }
+    free(xb);
+}
+
 /* Many small parameters of odd sizes (3 to 8710 values) and one optimizer:
  * their steps run as one job over the pool (ts_observe_steps), each
  * thread a run of the parameters' values laid end to end, so a thread's
@@ -649,6 +719,7 @@ int main(void) {
             if (!conv) test_bn_kernel(h, w, 2, 1, 1, conv, 5, NULL); /* (through a convolution the NaN would reach every channel) */
         }
     test_bn_kernel(37, 37, 3, 0, 1, 1, 2, NULL); /* the convolution's threads share each sample: it sums nothing */
+    for (int kind = 0; kind < 3; kind++) test_kernel_sums_modes(kind);
     static const step_case steps[] = {
         {"SGD, no accumulation, 2 threads, 2 steps a run", {0}, 1, 2, 2, 0, 0},
         {"SGD momentum, accumulation 2, 1 thread", {0}, 2, 1, 1, 0, 0},
