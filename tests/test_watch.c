@@ -350,6 +350,21 @@ static void test_relu_pair(int64_t cols, int threads, int poison, int sign) {
     ts_graph_free(g);
 }
 
+/* A watched model and its twin (0 and 1): their graphs, options and models. */
+typedef struct twins {
+    ts_graph *g[2];
+    ts_options *o[2];
+    ts_model *m[2];
+} twins;
+
+static void twins_free(twins *t) {
+    for (int k = 0; k < 2; k++) {
+        ts_model_free(t->m[k]);
+        ts_options_free(t->o[k]);
+        ts_graph_free(t->g[k]);
+    }
+}
+
 /* A BatchNorm's output and its Relu, both watched with plain stats alone,
  * are summed by the BatchNorm's kernel as it writes them (one set of sums
  * per channel, merged in channel order; the Relu then written over the
@@ -381,37 +396,35 @@ static void test_bn_kernel(int64_t h, int64_t w, int threads, int poison, int re
     for (int i = 0; i < N; i++) yb[i] = i % CL;
     if (poison) xb[2 * h * w + 7] = NAN, xb[(CX + 3) * h * w + 1] = INFINITY; /* channel 2 of sample 0, channel 3 of sample 1 */
     static const char *const names[3] = {"bn/BatchNorm:0", "Relu:0", "conv/Conv2d:0"};
-    ts_graph *gs[2];
-    ts_options *os[2];
-    ts_model *ms[2] = {NULL, NULL};
+    twins pair = {{NULL}, {NULL}, {NULL}};
     ts_status st = TS_OK;
     int64_t in_kernel0 = ts_counter_get("SummariesInKernel");
     for (int k = 0; k < 2; k++) { /* 0 watched, 1 the twin anchoring the same tensors */
-        ts_graph *g = gs[k] = ts_graph_new(21);
+        ts_graph *g = pair.g[k] = ts_graph_new(21);
         ts_tensor *x = ts_input(g, "x", TS_F32, 4, (int64_t[]){N, CX, h, w});
         ts_tensor *y = ts_input(g, "labels", TS_I32, 1, (int64_t[]){N});
         ts_conv2d_params cp = {.stride_h = 1, .stride_w = 1, .pad_top = 1, .pad_bottom = 1, .pad_left = 1, .pad_right = 1};
         if (conv) x = ts_conv2d_layer(g, x, C, 3, 3, &cp, 0, "conv");
         ts_tensor *b = ts_relu(g, ts_batch_norm_layer(g, x, "bn"));
         ts_tensor *loss = ts_cross_entropy(g, ts_linear(g, ts_flatten(g, b, 1), CL, "fc"), y);
-        ts_options *o = os[k] = ts_options_new();
+        ts_options *o = pair.o[k] = ts_options_new();
         ts_options_set_threads(o, threads);
         for (int t = 0; t < 2 + conv; t++) {
             if (k == 0) ts_options_watch(o, names[t], TS_WATCH_STATS, t == 1 ? relu_period : 1);
             else ts_options_anchor(o, NULL, names[t], TS_OUTPUT_FINAL, 0);
         }
         ts_options_anchor(o, NULL, "UpdatedVar___*", TS_OUTPUT_FINAL, 0);
-        if (!st) st = ts_model_training(&ms[k], g, loss, o, ts_sgd(0.05f, 0.9f, 0.0f));
-        if (!st) st = ts_model_compile(ms[k]);
+        if (!st) st = ts_model_training(&pair.m[k], g, loss, o, ts_sgd(0.05f, 0.9f, 0.0f));
+        if (!st) st = ts_model_compile(pair.m[k]);
     }
     for (int r = 0; !st && r < (poison ? 1 : RUNS2); r++) {
         const char *in_names[2] = {"x", "labels"};
         ts_array in[2] = {ts_array_f32(xb, 4, (int64_t[]){N, CX, h, w}), ts_array_i32(yb, 1, (int64_t[]){N})};
-        for (int k = 0; k < 2 && !st; k++) st = ts_model_run(ms[k], in_names, in, 2);
+        for (int k = 0; k < 2 && !st; k++) st = ts_model_run(pair.m[k], in_names, in, 2);
         CHECK_OK(st, "%s: run %d", what, r);
         const ts_watch_result *res;
         size_t nr = 0;
-        if (st || ts_model_watch_results(ms[0], &res, &nr)) break;
+        if (st || ts_model_watch_results(pair.m[0], &res, &nr)) break;
         CHECK((int)nr == 2 + conv, "%s: %d watch results (%zu)", what, 2 + conv, nr);
         for (size_t i = 0; i < nr; i++) {
             int t = strcmp(res[i].name, names[0]) == 0 ? 0 : strcmp(res[i].name, names[1]) == 0 ? 1 : 2, due = t != 1 || r % relu_period == 0;
@@ -420,7 +433,7 @@ static void test_bn_kernel(int64_t h, int64_t w, int threads, int poison, int re
                 CHECK(res[i].run == r - r % relu_period, "%s: run %d: %s keeps run %lld's summary", what, r, res[i].name, (long long)res[i].run);
                 continue;
             }
-            CHECK(res[i].run == r && ts_model_anchored(ms[1], res[i].name, &a) == TS_OK &&
+            CHECK(res[i].run == r && ts_model_anchored(pair.m[1], res[i].name, &a) == TS_OK &&
                       same_summary(res[i].summary, a.data, ts_array_numel(&a), TS_WATCH_STATS, res[i].name),
                   "%s: run %d: %s = one pass over the twin's anchored values", what, r, res[i].name);
             if (poison && t == 0)
@@ -431,7 +444,7 @@ static void test_bn_kernel(int64_t h, int64_t w, int threads, int poison, int re
                       what, res[i].name);
         }
         ts_array wa, wb;
-        CHECK(ts_model_anchored(ms[0], "UpdatedVar___fc.weight", &wa) == TS_OK && ts_model_anchored(ms[1], "UpdatedVar___fc.weight", &wb) == TS_OK &&
+        CHECK(ts_model_anchored(pair.m[0], "UpdatedVar___fc.weight", &wa) == TS_OK && ts_model_anchored(pair.m[1], "UpdatedVar___fc.weight", &wb) == TS_OK &&
                   memcmp(wa.data, wb.data, sizeof(float) * (size_t)ts_array_numel(&wa)) == 0,
               "%s: run %d: the weights the twin's bits", what, r);
     }
@@ -442,11 +455,7 @@ static void test_bn_kernel(int64_t h, int64_t w, int threads, int poison, int re
     for (int r = 0; (!dev || !*dev || strcmp(dev, "cpu") == 0) && r < runs; r++) want += 1 + (r % relu_period == 0) + (conv && !shared);
     int64_t took = ts_counter_get("SummariesInKernel") - in_kernel0;
     CHECK(st || took == want, "%s: the kernels took %lld summaries (expected %lld)", what, (long long)took, (long long)want);
-    for (int k = 0; k < 2; k++) {
-        ts_model_free(ms[k]);
-        ts_options_free(os[k]);
-        ts_graph_free(gs[k]);
-    }
+    twins_free(&pair);
     free(xb);
 }
 
@@ -467,43 +476,41 @@ static void test_kernel_sums_modes(int kind) {
     int32_t yb[N * ACC2 * IT2];
     for (int64_t i = 0; i < N * batches * per; i++) xb[i] = rnd() * 1.5f + 0.3f;
     for (int i = 0; i < N * batches; i++) yb[i] = i % CL;
-    ts_graph *gs[2];
-    ts_options *os[2];
-    ts_model *ms[2] = {NULL, NULL};
+    twins pair = {{NULL}, {NULL}, {NULL}};
     ts_status st = TS_OK;
     for (int k = 0; k < 2; k++) {
-        ts_graph *g = gs[k] = ts_graph_new(33);
+        ts_graph *g = pair.g[k] = ts_graph_new(33);
         ts_tensor *x = ts_input(g, "x", TS_F32, 4, (int64_t[]){N, CIN, side, side});
         ts_tensor *y = ts_input(g, "labels", TS_I32, 1, (int64_t[]){N});
         ts_conv2d_params cp = {.stride_h = 1, .stride_w = 1, .pad_top = 1, .pad_bottom = 1, .pad_left = 1, .pad_right = 1};
         x = ts_conv2d_layer(g, x, C, 3, 3, &cp, 0, "conv");
         ts_tensor *b = ts_relu(g, ts_batch_norm_layer(g, x, "bn"));
         ts_tensor *logits = ts_linear(g, ts_flatten(g, b, 1), CL, "fc");
-        ts_options *o = os[k] = ts_options_new();
+        ts_options *o = pair.o[k] = ts_options_new();
         ts_options_set_threads(o, 2);
         if (kind == 0) ts_options_set_gradient_accumulation(o, ACC2), ts_options_set_device_iterations(o, IT2);
         for (int t = 0; t < watched; t++) {
             if (k == 0) ts_options_watch(o, names[t], TS_WATCH_STATS, 1);
             else ts_options_anchor(o, NULL, names[t], TS_OUTPUT_FINAL, 0);
         }
-        if (!st && kind == 1) st = ts_model_inference(&ms[k], g, &logits, 1, o);
-        else if (!st) st = ts_model_training(&ms[k], g, ts_cross_entropy(g, logits, y), o, ts_sgd(0.05f, 0.0f, 0.0f));
-        if (!st) st = ts_model_compile(ms[k]);
+        if (!st && kind == 1) st = ts_model_inference(&pair.m[k], g, &logits, 1, o);
+        else if (!st) st = ts_model_training(&pair.m[k], g, ts_cross_entropy(g, logits, y), o, ts_sgd(0.05f, 0.0f, 0.0f));
+        if (!st) st = ts_model_compile(pair.m[k]);
     }
     int64_t took0 = ts_counter_get("SummariesInKernel");
     for (int r = 0; !st && r < 2; r++) {
         const char *in_names[2] = {"x", "labels"};
         ts_array in[2] = {ts_array_f32(xb, 4, xshape), ts_array_i32(yb, 1, (int64_t[]){N * batches})};
-        for (int k = 0; k < 2 && !st; k++) st = ts_model_run(ms[k], in_names, in, kind == 1 ? 1 : 2);
+        for (int k = 0; k < 2 && !st; k++) st = ts_model_run(pair.m[k], in_names, in, kind == 1 ? 1 : 2);
     }
     CHECK_OK(st, "kernel sums, %s: compile and run", kinds[kind]);
     const ts_watch_result *res;
     size_t nr = 0;
-    if (!st && !ts_model_watch_results(ms[0], &res, &nr)) {
+    if (!st && !ts_model_watch_results(pair.m[0], &res, &nr)) {
         CHECK((int)nr == watched, "kernel sums, %s: %d watch results (%zu)", kinds[kind], watched, nr);
         for (size_t i = 0; i < nr; i++) {
             ts_array a;
-            CHECK(res[i].run == 1 && ts_model_anchored(ms[1], res[i].name, &a) == TS_OK &&
+            CHECK(res[i].run == 1 && ts_model_anchored(pair.m[1], res[i].name, &a) == TS_OK &&
                       same_summary(res[i].summary, a.data, ts_array_numel(&a), TS_WATCH_STATS, res[i].name),
                   "kernel sums, %s: %s = one pass over the twin's anchored values", kinds[kind], res[i].name);
         }
@@ -512,11 +519,7 @@ static void test_kernel_sums_modes(int kind) {
     int64_t want = !dev || !*dev || strcmp(dev, "cpu") == 0 ? 2 * (kind == 0 ? 3 : 2 - (kind == 2)) : 0; /* the kernels' watches, once a run */
     CHECK(st || ts_counter_get("SummariesInKernel") - took0 == want, "kernel sums, %s: the kernels took %lld summaries (expected %lld)", kinds[kind],
           (long long)(ts_counter_get("SummariesInKernel") - took0), (long long)want);
-    for (int k = 0; k < 2; k++) {
-        ts_model_free(ms[k]);
-        ts_options_free(os[k]);
-        ts_graph_free(gs[k]);
-    }
+    twins_free(&pair);
     free(xb);
 }
 
@@ -539,12 +542,10 @@ static void test_many_small(int threads, int poison, int grads_only) {
     char what[96];
     snprintf(what, sizeof what, "many small parameters, %d thread%s%s%s", threads, threads > 1 ? "s" : "", poison ? ", NaN and Inf" : "",
              grads_only ? ", gradients only" : "");
-    ts_graph *gs[2];
-    ts_options *os[2];
-    ts_model *ms[2] = {NULL, NULL};
+    twins pair = {{NULL}, {NULL}, {NULL}};
     ts_status st = TS_OK;
     for (int k = 0; k < 2; k++) {
-        ts_graph *g = gs[k] = ts_graph_new(5);
+        ts_graph *g = pair.g[k] = ts_graph_new(5);
         ts_tensor *h = ts_input(g, "x", TS_F32, 2, (int64_t[]){MB, IN7});
         ts_tensor *y = ts_input(g, "labels", TS_I32, 1, (int64_t[]){MB});
         ts_tensor *c = ts_input(g, "c", TS_F32, 1, (int64_t[]){ODD});
@@ -556,15 +557,15 @@ static void test_many_small(int threads, int poison, int grads_only) {
         }
         ts_tensor *odd = ts_param(g, "l5.w", 1, (int64_t[]){ODD});
         ts_tensor *loss = ts_add(g, ts_cross_entropy(g, h, y), ts_sum(g, ts_mul(g, odd, c)));
-        os[k] = ts_options_new();
-        ts_options_set_threads(os[k], threads);
-        ts_options_anchor(os[k], NULL, "*___l?.*", TS_OUTPUT_FINAL, 0);
+        pair.o[k] = ts_options_new();
+        ts_options_set_threads(pair.o[k], threads);
+        ts_options_anchor(pair.o[k], NULL, "*___l?.*", TS_OUTPUT_FINAL, 0);
         if (k == 0) { /* the twin (k = 1) watches nothing */
-            ts_options_watch(os[k], "Gradient___l?.*", TS_WATCH_STATS, 1);
-            if (!grads_only) ts_options_watch(os[k], "UpdatedVar___l?.*", TS_WATCH_STATS, 1);
+            ts_options_watch(pair.o[k], "Gradient___l?.*", TS_WATCH_STATS, 1);
+            if (!grads_only) ts_options_watch(pair.o[k], "UpdatedVar___l?.*", TS_WATCH_STATS, 1);
         }
-        if (!st) st = ts_model_training(&ms[k], g, loss, os[k], ts_sgd(0.05f, 0.0f, 0.0f));
-        if (!st) st = ts_model_compile(ms[k]);
+        if (!st) st = ts_model_training(&pair.m[k], g, loss, pair.o[k], ts_sgd(0.05f, 0.0f, 0.0f));
+        if (!st) st = ts_model_compile(pair.m[k]);
     }
     float xb[MB * IN7], cb[ODD];
     int32_t yb[MB];
@@ -575,15 +576,15 @@ static void test_many_small(int threads, int poison, int grads_only) {
     const char *in_names[3] = {"x", "labels", "c"};
     ts_array in[3] = {ts_array_f32(xb, 2, (int64_t[]){MB, IN7}), ts_array_i32(yb, 1, (int64_t[]){MB}), ts_array_f32(cb, 1, (int64_t[]){ODD})};
     for (int r = 0; !st && r < 2; r++) /* two steps: the second's weights and gradients are not the start's */
-        for (int k = 0; !st && k < 2; k++) st = ts_model_run(ms[k], in_names, in, 3);
+        for (int k = 0; !st && k < 2; k++) st = ts_model_run(pair.m[k], in_names, in, 3);
     CHECK_OK(st, "%s: compile and run", what);
     const ts_watch_result *res;
     size_t n = 0;
-    if (!st && ts_model_watch_results(ms[0], &res, &n) == TS_OK) {
+    if (!st && ts_model_watch_results(pair.m[0], &res, &n) == TS_OK) {
         CHECK((int)n == summaries, "%s: %d summaries (got %zu)", what, summaries, n);
         for (size_t i = 0; i < n; i++) {
             ts_array a;
-            CHECK(ts_model_anchored(ms[0], res[i].name, &a) == TS_OK && res[i].run == 1 && res[i].step == 1 &&
+            CHECK(ts_model_anchored(pair.m[0], res[i].name, &a) == TS_OK && res[i].run == 1 && res[i].step == 1 &&
                       same_summary(res[i].summary, a.data, ts_array_numel(&a), TS_WATCH_STATS, res[i].name),
                   "%s: %s (%lld values) = one pass over its anchored value", what, res[i].name, (long long)ts_array_numel(&a));
             const ts_stats *t = &res[i].summary->stats;
@@ -601,15 +602,11 @@ static void test_many_small(int threads, int poison, int grads_only) {
         if (p < 2 * LAYERS) snprintf(name, sizeof name, "UpdatedVar___l%d.%s", p / 2, p % 2 ? "bias" : "weight");
         else snprintf(name, sizeof name, "UpdatedVar___l5.w");
         ts_array w, tw;
-        CHECK(ts_model_anchored(ms[0], name, &w) == TS_OK && ts_model_anchored(ms[1], name, &tw) == TS_OK && ts_array_numel(&w) == ts_array_numel(&tw) &&
+        CHECK(ts_model_anchored(pair.m[0], name, &w) == TS_OK && ts_model_anchored(pair.m[1], name, &tw) == TS_OK && ts_array_numel(&w) == ts_array_numel(&tw) &&
                   memcmp(w.data, tw.data, sizeof(float) * (size_t)ts_array_numel(&w)) == 0,
               "%s: %s is bit-identical to the unwatched twin's", what, name);
     }
-    for (int k = 0; k < 2; k++) {
-        ts_model_free(ms[k]);
-        ts_options_free(os[k]);
-        ts_graph_free(gs[k]);
-    }
+    twins_free(&pair);
 }
 
 /* Deferred summaries (docs/observation.md#summaries): a training

@@ -129,6 +129,36 @@ typedef struct block_sums {
  * through one by one in the same arithmetic. A d^2 too big for a float becomes Inf and takes the (all
  * double) slow path. False when the block's sums are not finite (a NaN or
  * Inf in it, or such a d^2). */
+/* Four vectors from x (unaligned loads, each held in a register:
+ * TS_VKEEP) into v0..v3 and their deviations from c into d0..d3 (ncv is
+ * -c; `shifted` false: c is 0, d is v), declared in the caller's block;
+ * their squares added to q0..q3 (four chains), their extremes to mn and
+ * mx (a tree of the four) and their zeros to z. block_fast and a work
+ * item's rows (rows_piece) share it; each adds the d to its sum its own
+ * way. */
+#define VSUMS4(x, shifted, ncv, q0, q1, q2, q3, mn, mx, z)                                                       \
+    ts_vfloat v0, v1, v2, v3;                                                                                   \
+    memcpy(&v0, (x), sizeof v0);                                                                                \
+    memcpy(&v1, (x) + TS_STATS_VEC, sizeof v1);                                                                 \
+    memcpy(&v2, (x) + 2 * TS_STATS_VEC, sizeof v2);                                                             \
+    memcpy(&v3, (x) + 3 * TS_STATS_VEC, sizeof v3);                                                             \
+    TS_VKEEP(v0);                                                                                               \
+    TS_VKEEP(v1);                                                                                               \
+    TS_VKEEP(v2);                                                                                               \
+    TS_VKEEP(v3);                                                                                               \
+    ts_vfloat d0 = v0, d1 = v1, d2 = v2, d3 = v3;                                                               \
+    if (shifted) d0 = TS_VADD_FMA(v0, ncv), d1 = TS_VADD_FMA(v1, ncv), d2 = TS_VADD_FMA(v2, ncv), d3 = TS_VADD_FMA(v3, ncv); \
+    q0 = TS_VFMA(d0, d0, q0);                                                                                   \
+    q1 = TS_VFMA(d1, d1, q1);                                                                                   \
+    q2 = TS_VFMA(d2, d2, q2);                                                                                   \
+    q3 = TS_VFMA(d3, d3, q3);                                                                                   \
+    mn = TS_VMIN(TS_VMIN(TS_VMIN(v0, v1), TS_VMIN(v2, v3)), mn);                                                \
+    mx = TS_VMAX(TS_VMAX(TS_VMAX(v0, v1), TS_VMAX(v2, v3)), mx);                                                \
+    ts_vz_add(&(z), v0);                                                                                        \
+    ts_vz_add(&(z), v1);                                                                                        \
+    ts_vz_add(&(z), v2);                                                                                        \
+    ts_vz_add(&(z), v3)
+
 static inline bool block_fast(const float *x, int64_t n, float c, block_sums *b) {
     enum { V = TS_STATS_VEC, STRIDE = TS_STATS_VEC * 4 };
     ts_vdouble4 s[V / 4] = {0}, q[V / 4] = {0};
@@ -141,32 +171,12 @@ static inline bool block_fast(const float *x, int64_t n, float c, block_sums *b)
         ts_vfloat fs = {0}, q0 = {0}, q1 = {0}, q2 = {0}, q3 = {0};
         int64_t end = r + TS_STATS_RUN * STRIDE < whole ? r + TS_STATS_RUN * STRIDE : whole;
         for (int64_t i = r; i < end; i += STRIDE) {
-            ts_vfloat v0, v1, v2, v3; /* unaligned loads */
-            memcpy(&v0, x + i, sizeof v0);
-            memcpy(&v1, x + i + V, sizeof v1);
-            memcpy(&v2, x + i + 2 * V, sizeof v2);
-            memcpy(&v3, x + i + 3 * V, sizeof v3);
-            TS_VKEEP(v0);
-            TS_VKEEP(v1);
-            TS_VKEEP(v2);
-            TS_VKEEP(v3);
-            /* d = x - c, and fs += (d0 + d1) + (d2 + d3), with their additions
-             * split between the two kinds of pipe (TS_VADD_FMA: the same bits)
-             * so that each kind carries as much as the other */
-            ts_vfloat d0 = v0, d1 = v1, d2 = v2, d3 = v3;
-            if (shifted) d0 = TS_VADD_FMA(v0, ncv), d1 = TS_VADD_FMA(v1, ncv), d2 = TS_VADD_FMA(v2, ncv), d3 = TS_VADD_FMA(v3, ncv);
-            q0 = TS_VFMA(d0, d0, q0);
-            q1 = TS_VFMA(d1, d1, q1);
-            q2 = TS_VFMA(d2, d2, q2);
-            q3 = TS_VFMA(d3, d3, q3);
+            VSUMS4(x + i, shifted, ncv, q0, q1, q2, q3, mn, mx, z);
+            /* fs += (d0 + d1) + (d2 + d3), with its additions split between
+             * the two kinds of pipe (TS_VADD_FMA: the same bits) so that each
+             * kind carries as much as the other */
             ts_vfloat t01 = shifted ? d0 + d1 : TS_VADD_FMA(d0, d1), t23 = TS_VADD_FMA(d2, d3);
             fs = TS_VADD_FMA(shifted ? t01 + t23 : TS_VADD_FMA(t01, t23), fs);
-            mn = TS_VMIN(TS_VMIN(TS_VMIN(v0, v1), TS_VMIN(v2, v3)), mn);
-            mx = TS_VMAX(TS_VMAX(TS_VMAX(v0, v1), TS_VMAX(v2, v3)), mx);
-            ts_vz_add(&z, v0);
-            ts_vz_add(&z, v1);
-            ts_vz_add(&z, v2);
-            ts_vz_add(&z, v3);
         }
         ts_vfloat fq = (q0 + q1) + (q2 + q3);
         ts_vfloat4 hs[V / 4], hq[V / 4];
@@ -770,27 +780,8 @@ static inline void rows_piece(ts_vacc *ax, relu_acc *ay, ts_vzcount *rz, bool re
     ts_vfloat ncx = -cx, ncy = -cy, q0 = {0}, q1 = {0}, q2 = {0}, q3 = {0}, r0 = {0}, r1 = {0}, r2 = {0}, r3 = {0};
     int64_t i = 0;
     for (; i + 4 * V <= n; i += 4 * V) {
-        ts_vfloat v0, v1, v2, v3;
-        memcpy(&v0, x + i, sizeof v0);
-        memcpy(&v1, x + i + V, sizeof v1);
-        memcpy(&v2, x + i + 2 * V, sizeof v2);
-        memcpy(&v3, x + i + 3 * V, sizeof v3);
-        TS_VKEEP(v0);
-        TS_VKEEP(v1);
-        TS_VKEEP(v2);
-        TS_VKEEP(v3);
-        ts_vfloat d0 = TS_VADD_FMA(v0, ncx), d1 = TS_VADD_FMA(v1, ncx), d2 = TS_VADD_FMA(v2, ncx), d3 = TS_VADD_FMA(v3, ncx);
-        q0 = TS_VFMA(d0, d0, q0);
-        q1 = TS_VFMA(d1, d1, q1);
-        q2 = TS_VFMA(d2, d2, q2);
-        q3 = TS_VFMA(d3, d3, q3);
+        VSUMS4(x + i, true, ncx, q0, q1, q2, q3, ax->mn, ax->mx, ax->z);
         ax->s = TS_VADD_FMA((d0 + d1) + TS_VADD_FMA(d2, d3), ax->s);
-        ax->mn = TS_VMIN(TS_VMIN(TS_VMIN(v0, v1), TS_VMIN(v2, v3)), ax->mn);
-        ax->mx = TS_VMAX(TS_VMAX(TS_VMAX(v0, v1), TS_VMAX(v2, v3)), ax->mx);
-        ts_vz_add(&ax->z, v0);
-        ts_vz_add(&ax->z, v1);
-        ts_vz_add(&ax->z, v2);
-        ts_vz_add(&ax->z, v3);
         if (!relu) continue;
         ts_vfloat y0 = relu_v(v0), y1 = relu_v(v1), y2 = relu_v(v2), y3 = relu_v(v3);
         ts_vfloat e0 = TS_VADD_FMA(y0, ncy), e1 = TS_VADD_FMA(y1, ncy), e2 = TS_VADD_FMA(y2, ncy), e3 = TS_VADD_FMA(y3, ncy);
