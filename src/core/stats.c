@@ -114,21 +114,6 @@ typedef struct block_sums {
     double min, max;
 } block_sums;
 
-/* The vectorised pass over any n >= 1 values (at most a block), in GCC/Clang
- * vector extensions: plain C arithmetic on TS_STATS_VEC floats at a time
- * that the compiler maps to the target's SIMD registers. Each iteration
- * takes four vectors: their squares go to four independent multiply-add
- * accumulators (the multiply-add's latency hides), while their sum, min,
- * max and zero count are first reduced as a tree of the four, so one
- * accumulator of each kind keeps up (all in registers: 8 plus the four
- * values on AVX2's 16; the four loads are separate variables so the
- * compiler keeps them there). d = x - c and d^2 are formed in float and
- * summed in float over runs of TS_STATS_RUN iterations, then in double:
- * half the vector work of converting every value, for a relative error of
- * a few float ulps of each run's sum. The last n % (4 * VEC) values go
- * through one by one in the same arithmetic. A d^2 too big for a float becomes Inf and takes the (all
- * double) slow path. False when the block's sums are not finite (a NaN or
- * Inf in it, or such a d^2). */
 /* Four vectors from x (unaligned loads, each held in a register:
  * TS_VKEEP) into v0..v3 and their deviations from c into d0..d3 (ncv is
  * -c; `shifted` false: c is 0, d is v), declared in the caller's block;
@@ -159,6 +144,21 @@ typedef struct block_sums {
     ts_vz_add(&(z), v2);                                                                                        \
     ts_vz_add(&(z), v3)
 
+/* The vectorised pass over any n >= 1 values (at most a block), in GCC/Clang
+ * vector extensions: plain C arithmetic on TS_STATS_VEC floats at a time
+ * that the compiler maps to the target's SIMD registers. Each iteration
+ * takes four vectors: their squares go to four independent multiply-add
+ * accumulators (the multiply-add's latency hides), while their sum, min,
+ * max and zero count are first reduced as a tree of the four, so one
+ * accumulator of each kind keeps up (all in registers: 8 plus the four
+ * values on AVX2's 16; the four loads are separate variables so the
+ * compiler keeps them there). d = x - c and d^2 are formed in float and
+ * summed in float over runs of TS_STATS_RUN iterations, then in double:
+ * half the vector work of converting every value, for a relative error of
+ * a few float ulps of each run's sum. The last n % (4 * VEC) values go
+ * through one by one in the same arithmetic. A d^2 too big for a float becomes Inf and takes the (all
+ * double) slow path. False when the block's sums are not finite (a NaN or
+ * Inf in it, or such a d^2). */
 static inline bool block_fast(const float *x, int64_t n, float c, block_sums *b) {
     enum { V = TS_STATS_VEC, STRIDE = TS_STATS_VEC * 4 };
     ts_vdouble4 s[V / 4] = {0}, q[V / 4] = {0};
