@@ -659,95 +659,6 @@ void ts_stats_partial_scale(ts_stats_partial *p, double k) {
 
 static float relu1(float v) { return v < 0.0f ? 0.0f : v; } /* as the Relu kernel: -0 and NaN pass */
 
-typedef ts_relu_acc relu_acc;
-
-/* Relu of v into ay (shifted by c). */
-static inline void relu_add(relu_acc *ay, ts_vfloat v, ts_vfloat c) {
-    ts_vint m = v < 0.0f;
-    ts_vfloat d = (ts_vfloat)((ts_vint)v & ~m) - c;
-    ay->s += d;
-    ay->q = TS_VFMA(d, d, ay->q);
-    ay->neg += m;
-}
-
-static inline void relu_add2(relu_acc *ay, ts_vfloat v0, ts_vfloat v1, ts_vfloat c) {
-    ts_vint m0 = v0 < 0.0f, m1 = v1 < 0.0f;
-    ts_vfloat d0 = (ts_vfloat)((ts_vint)v0 & ~m0) - c, d1 = (ts_vfloat)((ts_vint)v1 & ~m1) - c;
-    ay->s += d0 + d1;
-    ay->q += TS_VFMA(d1, d1, d0 * d0);
-    ay->neg += m0 + m1;
-}
-
-/* The Relu's sums into sy and py over the runs x's ts_vacc kept (the same
- * values: a run is kept for both or for neither). */
-static void relu_finish(const relu_acc *ay, const ts_vacc *ax, ts_stats_stream *sy, ts_stats_partial *py) {
-    if (ax->n == 0) return;
-    double ss, qq;
-    float lo, hi;
-    int64_t zz, neg = 0;
-    lanes_totals(ay->ds, ay->dq, &ss, &qq);
-    vacc_extremes(ax, &lo, &hi, &zz);
-    for (int j = 0; j < TS_STATS_VEC; j++) neg -= ay->neg[j];
-    stream_sum(sy, ax->n, zz + neg, ss, qq, lo > 0.0f ? lo : 0.0f, hi > 0.0f ? hi : 0.0f);
-    py->count += ax->n;
-}
-
-void ts_stats_partial_add_relu(ts_stats_partial *px, ts_stats_partial *py, const float *x, int64_t n) {
-    enum { V = TS_STATS_VEC, RUN = TS_VACC_RUN * TS_STATS_VEC };
-    float ys[RUN]; /* a run's Relu values, when they need the classifying pass */
-    for (int64_t b = 0; b < n; b += TS_STATS_BIG_BLOCK) {
-        int64_t end = n - b < TS_STATS_BIG_BLOCK ? n : b + TS_STATS_BIG_BLOCK, whole = b + (end - b) / V * V;
-        ts_stats_stream sx = {.c = ts_stats_shift(px, x + b, end - b), .shifted = true};
-        float ty = relu1(ts_stats_typical(x + b, end - b)); /* the Relu values' typical one (Relu keeps the median) */
-        ts_stats_stream sy = {.c = ts_stats_shift(py, &ty, 1), .shifted = true};
-        ts_vfloat cx = sx.c - (ts_vfloat){0}, cy = sy.c - (ts_vfloat){0};
-        ts_vacc ax;
-        relu_acc ay = {.neg = {0}};
-        ts_vacc_start(&ax);
-        for (int64_t r = b; r < whole; r += RUN) {
-            int64_t e = whole - r < RUN ? whole : r + RUN;
-            ts_vacc_mark mx = ts_vacc_run_begin(&ax);
-            ts_vint neg0 = ay.neg;
-            ay.s = ay.q = (ts_vfloat){0};
-            int64_t i = r;
-            for (; i + 2 * V <= e; i += 2 * V) {
-                ts_vfloat v0, v1;
-                memcpy(&v0, x + i, sizeof v0);
-                memcpy(&v1, x + i + V, sizeof v1);
-                ts_vacc_add2(&ax, v0, v1, cx);
-                relu_add2(&ay, v0, v1, cy);
-            }
-            if (i < e) {
-                ts_vfloat v;
-                memcpy(&v, x + i, sizeof v);
-                ts_vacc_add(&ax, v, cx);
-                relu_add(&ay, v, cy);
-            }
-            if (ts_vsums_finite(ax.s, ax.q) && ts_vsums_finite(ay.s, ay.q)) {
-                ts_vacc_run_keep(&ax, e - r);
-                ts_vsums_keep(ay.ds, ay.dq, ay.s, ay.q);
-                continue;
-            }
-            /* NaN or Inf in x, or a square beyond float's range: both runs
-             * summarised from memory */
-            ts_vacc_run_drop(&ax, mx);
-            ay.neg = neg0;
-            ts_stats_partial_add(px, x + r, e - r);
-            for (int64_t k = r; k < e; k++) ys[k - r] = relu1(x[k]);
-            ts_stats_partial_add(py, ys, e - r);
-        }
-        ts_vacc_finish(&ax, &sx, px);
-        relu_finish(&ay, &ax, &sy, py);
-        if (whole < end) { /* the last few values */
-            for (int64_t i = whole; i < end; i++) ys[i - whole] = relu1(x[i]);
-            ts_stats_stream_add(&sx, px, x + whole, end - whole);
-            ts_stats_stream_add(&sy, py, ys, end - whole);
-        }
-        ts_stats_stream_flush(&sx, px);
-        ts_stats_stream_flush(&sy, py);
-    }
-}
-
 /* ------------------------------------------ a work item's rows (and Relu) */
 
 void ts_sums_rows_start(ts_sums_rows *r, ts_stats_sums *a, ts_stats_sums *ar) {
@@ -774,7 +685,7 @@ static inline ts_vfloat relu_v(ts_vfloat v) { return TS_VMAX((ts_vfloat){0}, v);
  * relu1(c)) and x[whole] in the extremes and zeros, whose count *zfix
  * (and *rzfix, the Relu's zeros) take back. The Relu's zeros are counted
  * in its own values (*rz), its extremes follow x's. */
-static inline void rows_piece(ts_vacc *ax, relu_acc *ay, ts_vzcount *rz, bool relu, const float *x, int64_t n, ts_vfloat cx, ts_vfloat cy,
+static inline void rows_piece(ts_vacc *ax, ts_relu_acc *ay, ts_vzcount *rz, bool relu, const float *x, int64_t n, ts_vfloat cx, ts_vfloat cy,
                               int64_t *zfix, int64_t *rzfix) {
     enum { V = TS_STATS_VEC };
     ts_vfloat ncx = -cx, ncy = -cy, q0 = {0}, q1 = {0}, q2 = {0}, q3 = {0}, r0 = {0}, r1 = {0}, r2 = {0}, r3 = {0};
@@ -848,7 +759,7 @@ void ts_sums_rows_add(ts_sums_rows *r, const float *x, int64_t rows, int64_t n, 
      * rest); a run takes pieces while their vectors fit in one */
     int64_t per_row = (n + RUN - 1) / RUN, pieces = rows * per_row;
     ts_vacc ax = r->ax; /* in registers across the rows, not through r (which the loads of x may alias) */
-    relu_acc ay = r->ay;
+    ts_relu_acc ay = r->ay;
     ts_vzcount rz = r->rz;
     for (int64_t p0 = 0, p1; p0 < pieces; p0 = p1) {
         ts_vacc_mark m = ts_vacc_run_begin(&ax);
@@ -897,6 +808,22 @@ void ts_sums_rows_finish(ts_sums_rows *r) {
     if (!r->ar) return;
     lanes_totals(r->ay.ds, r->ay.dq, &ss, &qq);
     sums_add_finite(r->ar, n, ts_vz_total(r->rz) - r->rzfix, ss, qq, lo > 0.0f ? lo : 0.0f, hi > 0.0f ? hi : 0.0f);
+}
+
+/* The pair's sums a block at a time, each around its own typical value
+ * (the partials merge them as blocks), through a work item's rows: the
+ * block one row. */
+void ts_stats_partial_add_relu(ts_stats_partial *px, ts_stats_partial *py, const float *x, int64_t n) {
+    for (int64_t b = 0; b < n; b += TS_STATS_BIG_BLOCK) {
+        int64_t len = n - b < TS_STATS_BIG_BLOCK ? n - b : TS_STATS_BIG_BLOCK;
+        ts_stats_sums a = {0}, ar = {0};
+        ts_sums_rows r;
+        ts_sums_rows_start(&r, &a, &ar);
+        ts_sums_rows_add(&r, x + b, 1, len, len);
+        ts_sums_rows_finish(&r);
+        ts_stats_sums_merge(px, &a);
+        ts_stats_sums_merge(py, &ar);
+    }
 }
 
 /* ---------------------------------------------------------- the partials */

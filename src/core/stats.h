@@ -148,10 +148,10 @@ void ts_stats_partial_scale(ts_stats_partial *p, double k);
 
 /* Adds x[0..n) to px and Relu(x) (x < 0 ? 0 : x, as the Relu kernel) to py,
  * in one read of x: the summary of a watched Relu taken in its input's
- * pass. Both stats only (TS_WATCH_STATS). The Relu's own lanes sum its
- * values and squares and count the negative x; its min, max and zeros
- * follow from x's (the Relu's min is x's where that is positive, else 0;
- * its zeros are x's and the negative x). */
+ * pass. Both stats only (TS_WATCH_STATS). A block at a time as one row of
+ * stats_vec.h's ts_sums_rows: the Relu's own lanes sum its values and
+ * squares and count its zeros; its min and max follow from x's (x's where
+ * that is positive, else 0). */
 void ts_stats_partial_add_relu(ts_stats_partial *px, ts_stats_partial *py, const float *x, int64_t n);
 
 /* A stats summary (TS_WATCH_STATS) a device reduced, in the terms of the

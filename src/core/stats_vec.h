@@ -257,12 +257,11 @@ static inline void ts_vacc_run_close(ts_vacc *a, ts_vacc_mark m, ts_stats_partia
 void ts_vacc_finish(const ts_vacc *a, ts_stats_stream *st, ts_stats_partial *p);
 
 /* The Relu's side of a run beside x's ts_vacc: the sums of its values'
- * deviations and squares, and the negative x (counted down), which are its
- * zeros beside x's own. Its extremes need no lanes of their own: a Relu's
- * min is x's where x's is positive, else 0; its max likewise. */
+ * deviations and squares, in float over the run and in double lanes
+ * after. Its extremes need no lanes of their own: a Relu's min is x's
+ * where x's is positive, else 0; its max likewise. */
 typedef struct ts_relu_acc {
     ts_vfloat s, q;
-    ts_vint neg;
     ts_vdouble4 ds[TS_STATS_VEC / 4], dq[TS_STATS_VEC / 4];
 } ts_relu_acc;
 
@@ -283,7 +282,7 @@ typedef struct ts_relu_acc {
 typedef struct ts_sums_rows {
     ts_stats_sums *a, *ar; /* ar: the Relu's, or NULL */
     ts_vacc ax;
-    ts_relu_acc ay;        /* its sums (its `neg` unused) */
+    ts_relu_acc ay;        /* the Relu's sums */
     ts_vzcount rz;         /* the Relu's zeros */
     int64_t zfix, rzfix;   /* the zeros the lanes counted that are not values (stats.c's rows_piece's fill) */
 } ts_sums_rows;
