@@ -513,8 +513,7 @@ static ts_status forward_ops(ts_run *run, int64_t mb) {
         ts_att_sums twin;
         const ts_fusion *fu = t->op == TS_OP_ATTENTION && kc.n_in == 5 && !kc.in[4] ? fusion_of(p, i) : NULL; /* its one pass */
         if (fu && ts_observe_twin_begin(run, fu, mb, &twin)) kc.att_sums = &twin;
-        bool sums = (run->dev.backend->kernels[t->op].sums_channels || run->dev.backend->kernels[t->op].sums_samples) &&
-                    ts_observe_kernel_begin(run, i, relu, mb, &kc); /* its watches' */
+        bool sums = ts_observe_kernel_begin(run, i, relu, mb, &kc); /* the summaries its kernel takes */
         if (i == gate) run->dev.backend->kernels[gc.node->op].forward(&gc), gate = -1; /* a Silu's and its Mul's */
         else if (i != fused && i != fused2 && !kc.gate_out) run->dev.backend->kernels[t->op].forward(&kc); /* the bias Add (Relu, ...; Add and Relu): done by the node before it */
         if (kc.att_sums) ts_observe_twin_end(run, fu, mb, &twin);

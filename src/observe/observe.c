@@ -366,51 +366,44 @@ static bool kernel_may_sum(const ts_run *run, const ts_entry *e) {
            !e->n_anchors && !e->n_outfeeds && !e->check && e->dtype == TS_F32 && !p->hold_ready && !run->rerun;
 }
 
-bool ts_observe_kernel_sums(const ts_run *run, int node, const ts_kctx *kc) {
+/* The dimension of node's value whose items its kernel sums, where the
+ * kernel may take the value's plain stats: 1, channels (its row
+ * sums_channels; rows of at least KERNEL_SUMS_ROW values), or 0, samples
+ * (sums_samples, which the executor checks afterwards); -1: it may not. */
+static int kernel_items(const ts_run *run, int node, const ts_kctx *kc) {
     const ts_prog *p = run->prog;
+    const ts_kernel_row *row = &run->dev.backend->kernels[run->g->t[node]->op];
     const ts_shape *s = &kc->out_shape;
-    int v = p->value_entry[node];
-    if (v < 0 || !p->chan_sums || !run->dev.backend->host_addressable || !run->dev.backend->kernels[run->g->t[node]->op].sums_channels ||
-        s->ndim < 2 || s->d[0] < 1 || s->d[1] < 1 || s->d[1] > p->chan_sums_n || ts_shape_numel(s) / (s->d[0] * s->d[1]) < KERNEL_SUMS_ROW)
-        return false;
-    return kernel_may_sum(run, &p->entries[v]);
+    int v = p->value_entry[node], dim = row->sums_channels ? 1 : row->sums_samples ? 0 : -1;
+    if (dim < 0 || v < 0 || !p->chan_sums || !run->dev.backend->host_addressable || s->ndim < 2 || s->d[0] < 1 || s->d[1] < 1 ||
+        s->d[dim] > p->chan_sums_n || !kernel_may_sum(run, &p->entries[v]))
+        return -1;
+    return dim == 1 && ts_shape_numel(s) / (s->d[0] * s->d[1]) < KERNEL_SUMS_ROW ? -1 : dim;
 }
 
-/* Whether node's kernel may sum its value a sample at a time (its row
- * sums_samples), which the executor checks afterwards */
-static bool kernel_may_sum_samples(const ts_run *run, int node, const ts_kctx *kc) {
-    const ts_prog *p = run->prog;
-    int v = p->value_entry[node];
-    return v >= 0 && p->chan_sums && run->dev.backend->host_addressable && run->dev.backend->kernels[run->g->t[node]->op].sums_samples &&
-           kc->out_shape.ndim >= 2 && kc->out_shape.d[0] <= p->chan_sums_n && kernel_may_sum(run, &p->entries[v]);
-}
+bool ts_observe_kernel_sums(const ts_run *run, int node, const ts_kctx *kc) { return kernel_items(run, node, kc) == 1; }
 
 bool ts_observe_kernel_begin(ts_run *run, int node, int relu, int64_t sample, ts_kctx *kc) {
     ts_prog *p = run->prog;
-    if (kernel_may_sum_samples(run, node, kc)) { /* a sample at a time: its value's alone */
-        size_t N = (size_t)kc->out_shape.d[0];
-        kc->sums_out = watch_due(run, &p->entries[p->value_entry[node]], sample) ? p->chan_sums : NULL;
-        if (kc->sums_out) memset(kc->sums_out, 0, N * sizeof *kc->sums_out);
-        return kc->sums_out != NULL;
-    }
-    if (!ts_observe_kernel_sums(run, node, kc)) return false;
-    size_t C = (size_t)kc->out_shape.d[1];
-    const ts_entry *y = &p->entries[p->value_entry[node]], *r = relu >= 0 && kc->relu_out ? &p->entries[p->value_entry[relu]] : NULL;
+    int dim = kernel_items(run, node, kc);
+    if (dim < 0) return false;
+    size_t W = (size_t)kc->out_shape.d[dim];
+    const ts_entry *y = &p->entries[p->value_entry[node]], *r = dim == 1 && relu >= 0 && kc->relu_out ? &p->entries[p->value_entry[relu]] : NULL;
     kc->sums_out = watch_due(run, y, sample) ? p->chan_sums : NULL;
-    /* the Relu's beside the value's (its sums follow x's lanes) */
-    kc->sums_relu = kc->sums_out && r && r->numel == y->numel && kernel_may_sum(run, r) && watch_due(run, r, sample) ? p->chan_sums + C : NULL;
-    if (kc->sums_out) memset(kc->sums_out, 0, C * sizeof *kc->sums_out);
-    if (kc->sums_relu) memset(kc->sums_relu, 0, C * sizeof *kc->sums_relu);
+    /* a norm's Relu's beside its value's (its sums follow x's lanes) */
+    kc->sums_relu = kc->sums_out && r && r->numel == y->numel && kernel_may_sum(run, r) && watch_due(run, r, sample) ? p->chan_sums + W : NULL;
+    if (kc->sums_out) memset(kc->sums_out, 0, W * sizeof *kc->sums_out);
+    if (kc->sums_relu) memset(kc->sums_relu, 0, W * sizeof *kc->sums_relu);
     return kc->sums_out || kc->sums_relu;
 }
 
-/* e's summary from the channels' sums, merged in channel order (the same
+/* e's summary from the work items' sums, merged in their order (the same
  * bits on any number of threads), as this run's result */
-static void kernel_publish(ts_run *run, ts_entry *e, const ts_stats_sums *sums, int64_t C) {
+static void kernel_publish(ts_run *run, ts_entry *e, const ts_stats_sums *sums, int64_t W) {
     ts_prog *p = run->prog;
     ts_stats_partial *part = &p->parts[0]; /* the calling thread's, between walks */
     ts_stats_partial_init(part, TS_WATCH_STATS);
-    for (int64_t c = 0; c < C; c++) ts_stats_sums_merge(part, &sums[c]);
+    for (int64_t w = 0; w < W; w++) ts_stats_sums_merge(part, &sums[w]);
     ts_stats_finish(part, &p->summaries[e->watch]);
     p->watch_results[e->watch].run = run->runs;
     p->watch_results[e->watch].step = run->steps;
@@ -421,17 +414,12 @@ static void kernel_publish(ts_run *run, ts_entry *e, const ts_stats_sums *sums, 
 void ts_observe_kernel_end(ts_run *run, int node, int relu, const ts_kctx *kc) {
     ts_prog *p = run->prog;
     ts_entry *y = &p->entries[p->value_entry[node]];
-    if (run->dev.backend->kernels[run->g->t[node]->op].sums_samples) { /* taken where the sums cover the value */
-        int64_t N = kc->out_shape.d[0], count = 0;
-        for (int64_t n = 0; n < N; n++) count += kc->sums_out[n].count;
-        if (count != y->numel) return; /* its path does not sum: ts_observe summarises it */
-        kernel_publish(run, y, kc->sums_out, N);
-        ts_counter_add("SummariesInKernel", 1);
-        return;
-    }
-    int64_t C = kc->out_shape.d[1];
-    if (kc->sums_out) kernel_publish(run, y, kc->sums_out, C);
-    if (kc->sums_relu) kernel_publish(run, &p->entries[p->value_entry[relu]], kc->sums_relu, C);
+    bool samples = run->dev.backend->kernels[run->g->t[node]->op].sums_samples;
+    int64_t W = kc->out_shape.d[samples ? 0 : 1], count = 0;
+    for (int64_t w = 0; samples && w < W; w++) count += kc->sums_out[w].count;
+    if (samples && count != y->numel) return; /* its path does not sum: ts_observe summarises it */
+    if (kc->sums_out) kernel_publish(run, y, kc->sums_out, W);
+    if (kc->sums_relu) kernel_publish(run, &p->entries[p->value_entry[relu]], kc->sums_relu, W);
     ts_counter_add("SummariesInKernel", (kc->sums_out != NULL) + (kc->sums_relu != NULL));
 }
 

@@ -27,16 +27,17 @@ void ts_observe_drain(ts_run *run);
 bool ts_observe_twin_summarised(const ts_run *run, const struct ts_fusion *fu, int node);
 bool ts_observe_twin_begin(ts_run *run, const struct ts_fusion *fu, int64_t sample, struct ts_att_sums *s);
 void ts_observe_twin_end(ts_run *run, const struct ts_fusion *fu, int64_t sample, const struct ts_att_sums *s);
-/* A kernel's summaries of what it writes (a BatchNorm's output and the
- * Relu it writes over or beside it: backend.h's ts_kctx.sums_out and
- * sums_relu): node's value, of kc's shape, is observed by a plain stats
- * watch alone, which its kernel (its row sums_channels) takes as it
- * writes it. Then no observer reads that value after the kernel, and the
- * executor may write the Relu over it (exec.c's pass_fusable). Begin sets
- * and zeroes kc's sums due at sample (the value's, and relu's: the fused
- * Relu's node, or -1), or returns false; end publishes each as its
- * watch's result of this run, as ts_observe would have, and ts_observe
- * then leaves them alone. */
+/* A kernel's summaries of what it writes (backend.h's ts_kctx.sums_out
+ * and sums_relu): node's value, of kc's shape, is observed by a plain
+ * stats watch alone. A kernel whose row says sums_channels (a BatchNorm)
+ * takes it, and its fused Relu's, as it writes them
+ * (ts_observe_kernel_sums): then no observer reads the value after the
+ * kernel, and the executor may write the Relu over it (exec.c's
+ * pass_fusable). One whose row says sums_samples (a Conv) may take it,
+ * where its path sums samples whole. Begin sets and zeroes kc's sums due
+ * at sample (relu: the fused Relu's node, or -1), or returns false; end
+ * publishes each summary the sums cover as its watch's result of this
+ * run, as ts_observe would have, and ts_observe then leaves it alone. */
 bool ts_observe_kernel_sums(const ts_run *run, int node, const struct ts_kctx *kc);
 bool ts_observe_kernel_begin(ts_run *run, int node, int relu, int64_t sample, struct ts_kctx *kc);
 void ts_observe_kernel_end(ts_run *run, int node, int relu, const struct ts_kctx *kc);
