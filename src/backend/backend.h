@@ -221,6 +221,11 @@ typedef struct ts_kernel_row {
     bool fuses_gate;
 } ts_kernel_row;
 
+/* The dimension of a node's value whose work items the row's forward sums
+ * for a watch (kctx.sums_out): 1, channels (sums_channels), 0, samples
+ * (sums_samples), -1 none. */
+static inline int ts_kernel_sums_dim(const ts_kernel_row *r) { return r->sums_channels ? 1 : r->sums_samples ? 0 : -1; }
+
 /* A point on a stream, for timing kernels: ns once complete (the CPU's
  * clock at record), or a device handle a backend fills. */
 typedef struct ts_event {

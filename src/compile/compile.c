@@ -1350,8 +1350,7 @@ static ts_status resolve_watches(const ts_model_def *m, ts_prog *p) {
      * (dim 1) or per sample (dim 0) */
     for (size_t i = 0; i < m->g->n && m->dev.backend->host_addressable; i++) {
         const ts_tensor *t = m->g->t[i];
-        const ts_kernel_row *row = &m->dev.backend->kernels[t->op];
-        int v = p->value_entry[t->id], dim = row->sums_channels ? 1 : row->sums_samples ? 0 : -1;
+        int v = p->value_entry[t->id], dim = ts_kernel_sums_dim(&m->dev.backend->kernels[t->op]);
         if (dim >= 0 && v >= 0 && p->entries[v].watch >= 0 && p->shape[t->id].ndim >= 2 && p->shape[t->id].d[dim] > p->chan_sums_n)
             p->chan_sums_n = p->shape[t->id].d[dim];
     }

@@ -372,9 +372,8 @@ static bool kernel_may_sum(const ts_run *run, const ts_entry *e) {
  * (sums_samples, which the executor checks afterwards); -1: it may not. */
 static int kernel_items(const ts_run *run, int node, const ts_kctx *kc) {
     const ts_prog *p = run->prog;
-    const ts_kernel_row *row = &run->dev.backend->kernels[run->g->t[node]->op];
     const ts_shape *s = &kc->out_shape;
-    int v = p->value_entry[node], dim = row->sums_channels ? 1 : row->sums_samples ? 0 : -1;
+    int v = p->value_entry[node], dim = ts_kernel_sums_dim(&run->dev.backend->kernels[run->g->t[node]->op]);
     if (dim < 0 || v < 0 || !p->chan_sums || !run->dev.backend->host_addressable || s->ndim < 2 || s->d[0] < 1 || s->d[1] < 1 ||
         s->d[dim] > p->chan_sums_n || !kernel_may_sum(run, &p->entries[v]))
         return -1;
@@ -414,7 +413,7 @@ static void kernel_publish(ts_run *run, ts_entry *e, const ts_stats_sums *sums, 
 void ts_observe_kernel_end(ts_run *run, int node, int relu, const ts_kctx *kc) {
     ts_prog *p = run->prog;
     ts_entry *y = &p->entries[p->value_entry[node]];
-    bool samples = run->dev.backend->kernels[run->g->t[node]->op].sums_samples;
+    bool samples = ts_kernel_sums_dim(&run->dev.backend->kernels[run->g->t[node]->op]) == 0;
     int64_t W = kc->out_shape.d[samples ? 0 : 1], count = 0;
     for (int64_t w = 0; samples && w < W; w++) count += kc->sums_out[w].count;
     if (samples && count != y->numel) return; /* its path does not sum: ts_observe summarises it */
