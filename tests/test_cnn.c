@@ -329,11 +329,13 @@ static void backward_wino(ts_pool *pool, int64_t N, int64_t C, int64_t H, int64_
 
 /* ------------------------------------------ max pooling: winners vs a scan */
 
-/* The kernel's windows (the vectorised 2x2 stride-2 rows and the general
- * loop) against a plain scan with PyTorch's CPU rule written here: the
- * first value of the window row-major, then any strictly greater value or
- * NaN takes over. Values from {0, 1, 2} (ties everywhere) with NaNs; the
- * gradient goes to the winner. */
+/* The kernel's windows (the vectorised 2x2 stride-2 rows, the general
+ * rows' vectors and their edges, rows too short for a vector) against a
+ * plain scan with PyTorch's CPU rule written here: the first value of the
+ * window row-major, then any strictly greater value or NaN takes over.
+ * Values from {0, 1, 2} (ties everywhere) with NaNs; the gradient goes to
+ * the winner. The values alone (an inference model's, no indices kept)
+ * the same. */
 static void pool_case(ts_pool *pool, int64_t H, int64_t W, int64_t K, int64_t S, int64_t P, int64_t D)
 {
     ts_conv_geom g = {.N = 2, .C = 3, .H = H, .W = W, .OC = 3, .KH = K, .KW = K, .SH = S, .SW = S, .PT = P, .PL = P, .DH = D, .DW = D,
@@ -341,17 +343,18 @@ static void pool_case(ts_pool *pool, int64_t H, int64_t W, int64_t K, int64_t S,
     g.OH = osize(H, P, P, K, D, S);
     g.OW = osize(W, P, P, K, D, S);
     int64_t nx = g.N * g.C * H * W, ny = g.N * g.C * g.OH * g.OW, bad = 0;
-    float *x = rand_buf(nx), *dy = rand_buf(ny), *y = malloc(sizeof(float) * (size_t)ny);
+    float *x = rand_buf(nx), *dy = rand_buf(ny), *y = malloc(sizeof(float) * (size_t)ny), *yv = malloc(sizeof(float) * (size_t)ny);
     float *dx = calloc((size_t)nx, sizeof(float)), *dx0 = calloc((size_t)nx, sizeof(float));
     float *flat = malloc(sizeof(float) * (size_t)ny), *flat_cm = malloc(sizeof(float) * (size_t)ny);
     int32_t *idx = malloc(sizeof(int32_t) * (size_t)ny);
-    if (!x || !dy || !y || !dx || !dx0 || !idx || !flat || !flat_cm) {
+    if (!x || !dy || !y || !yv || !dx || !dx0 || !idx || !flat || !flat_cm) {
         CHECK(0, "pool case: out of memory");
         goto done;
     }
     for (int64_t i = 0; i < nx; i++)
         x[i] = i % 37 == 5 ? NAN : floorf((x[i] + 1.0f) * 1.5f);
     ts_max_pool2d_forward(pool, y, idx, x, &g);
+    ts_max_pool2d_forward(pool, yv, NULL, x, &g);
     ts_max_pool2d_backward(pool, dx, dy, idx, &g);
     ts_max_pool_flat_indices(flat, idx, &g, false);
     ts_max_pool_flat_indices(flat_cm, idx, &g, true);
@@ -366,7 +369,7 @@ static void pool_case(ts_pool *pool, int64_t H, int64_t W, int64_t K, int64_t S,
                         if (best_i < 0 || x[q * H * W + at] > x[q * H * W + best_i] || isnan(x[q * H * W + at])) best_i = at;
                     }
                 float want = x[q * H * W + best_i];
-                bad += idx[o] != best_i || !(y[o] == want || (isnan(y[o]) && isnan(want)));
+                bad += idx[o] != best_i || !(y[o] == want || (isnan(y[o]) && isnan(want))) || !(yv[o] == want || (isnan(yv[o]) && isnan(want)));
                 /* ONNX's Indices: into the whole input, row- or column-major within the plane */
                 bad += flat[o] != (float)(q * H * W + best_i) || flat_cm[o] != (float)(q * H * W + best_i / W + best_i % W * H);
                 dx0[q * H * W + best_i] += dy[o];
@@ -376,7 +379,7 @@ static void pool_case(ts_pool *pool, int64_t H, int64_t W, int64_t K, int64_t S,
     CHECK(bad == 0, "max_pool2d k%lld s%lld p%lld d%lld on %lldx%lld%s: winners, flat indices, outputs and gradients as the scan (%lld differ)",
           (long long)K, (long long)S, (long long)P, (long long)D, (long long)H, (long long)W, pool ? " threads" : "", (long long)bad);
 done:
-    free(x), free(dy), free(y), free(dx), free(dx0), free(idx), free(flat), free(flat_cm);
+    free(x), free(dy), free(y), free(yv), free(dx), free(dx0), free(idx), free(flat), free(flat_cm);
 }
 
 /* conv2d and max pooling against their oracles, without and with threads */
@@ -443,6 +446,14 @@ static void kernel_oracles(void)
         pool_case(p, 7, 8, 4, 2, 2, 1);   /* a 4x4 window, padding 2 */
         pool_case(p, 13, 12, 3, 2, 3, 2); /* dilated 5x5 windows, padding past half of them */
         pool_case(p, 9, 14, 2, 1, 0, 3);  /* dilation 3, stride 1 */
+        /* rows wide enough for vectors of outputs (16 or 8), the last
+         * overlapping the one before, with windows at the edges */
+        pool_case(p, 9, 45, 3, 2, 1, 1);  /* ResNet's stem pooling, odd width */
+        pool_case(p, 6, 64, 3, 2, 1, 1);  /* even width: the last stride-2 load ends at the row's end */
+        pool_case(p, 5, 40, 3, 1, 1, 1);  /* stride 1 */
+        pool_case(p, 5, 83, 3, 3, 1, 1);  /* stride 3: lanes gathered */
+        pool_case(p, 7, 70, 3, 2, 2, 2);  /* dilated, padding past half the window */
+        pool_case(p, 4, 36, 4, 2, 0, 1);  /* exactly one vector at stride 2 without padding */
     }
     ts_pool_free(pool);
 }

@@ -99,9 +99,10 @@ void ts_bwd_conv_transpose2d(const ts_kctx *k) {
                                  &g, k->din_store & 1u);
 }
 
+/* the winners' indices for the backward pass: none in an inference model */
 void ts_fwd_max_pool2d(const ts_kctx *k) {
     ts_conv_geom g = pool_geom(k);
-    ts_max_pool2d_forward(k->pool, k->out, (int32_t *)(void *)k->scratch, k->in[0], &g);
+    ts_max_pool2d_forward(k->pool, k->out, k->training ? (int32_t *)(void *)k->scratch : NULL, k->in[0], &g);
 }
 void ts_bwd_max_pool2d(const ts_kctx *k) {
     ts_conv_geom g = pool_geom(k);

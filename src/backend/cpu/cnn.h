@@ -98,7 +98,8 @@ void ts_conv2d_naive_forward(float *y, const float *x, const float *w, const flo
 void ts_conv2d_naive_backward(float *dx, float *dw, float *db, const float *dy, const float *x, const float *w, const ts_conv_geom *g);
 
 /* Max pooling; idx[N,C,OH,OW] keeps each window's winner (its index within
- * the input plane, -1 for a window of padding only) for the backward pass. */
+ * the input plane, -1 for a window of padding only) for the backward pass;
+ * NULL: the values alone (an inference model's). */
 void ts_max_pool2d_forward(ts_pool *p, float *y, int32_t *idx, const float *x, const ts_conv_geom *g);
 void ts_max_pool2d_backward(ts_pool *p, float *dx, const float *dy, const int32_t *idx, const ts_conv_geom *g);
 /* out[q, o] = the winner idx[q, o] as a flat index into x: q*H*W + h*W + w,
