@@ -696,9 +696,67 @@ static void test_deferred(void) {
     free(xb);
 }
 
+/* A view of an input nobody watches (the MLP's Flatten of its images)
+ * has no summary to share: deferred too, from the caller's memory, as is
+ * a view of an unwatched view of it, each with the 1-thread summary's
+ * bits and within rounding of one pass over its value. */
+static void test_deferred_input_view(void) {
+    enum { MB = 6, RUNS2 = 3 };
+    float xb[MB * 20];
+    int32_t yb[MB];
+    for (int i = 0; i < MB * 20; i++) xb[i] = i % 7 == 3 ? 0.0f : rnd();
+    for (int i = 0; i < MB; i++) yb[i] = i % 3;
+    ts_stats base[2];
+    for (int threads = 1; threads <= 2; threads++) {
+        ts_graph *g = ts_graph_new(5);
+        ts_tensor *x = ts_input(g, "x", TS_F32, 4, (int64_t[]){MB, 1, 4, 5});
+        ts_tensor *y = ts_input(g, "labels", TS_I32, 1, (int64_t[]){MB});
+        ts_tensor *v[2];
+        v[0] = ts_flatten(g, x, 1);
+        v[1] = ts_reshape(g, ts_reshape(g, v[0], 3, (int64_t[]){MB, 2, 10}), 3, (int64_t[]){MB, 10, 2}); /* of a view nobody watches */
+        ts_tensor *loss = ts_cross_entropy(g, ts_linear(g, ts_flatten(g, v[1], 1), 3, "fc"), y);
+        ts_options *o = ts_options_new();
+        ts_options_set_threads(o, threads);
+        for (int k = 0; k < 2; k++) {
+            ts_options_watch(o, ts_tensor_name(v[k]), TS_WATCH_STATS, 1);
+            ts_options_anchor(o, NULL, ts_tensor_name(v[k]), TS_OUTPUT_FINAL, 0);
+        }
+        ts_model *m = NULL;
+        ts_status st = ts_model_training(&m, g, loss, o, ts_sgd(0.05f, 0.0f, 0.0f));
+        if (!st) st = ts_model_compile(m);
+        const char *names[2] = {"x", "labels"};
+        ts_array in[2] = {ts_array_f32(xb, 4, (int64_t[]){MB, 1, 4, 5}), ts_array_i32(yb, 1, (int64_t[]){MB})};
+        int64_t deferred0 = ts_counter_get("SummariesDeferred");
+        for (int r = 0; !st && r < RUNS2; r++) st = ts_model_run(m, names, in, 2);
+        int64_t deferred = ts_counter_get("SummariesDeferred") - deferred0;
+        CHECK_OK(st, "deferred view of an input, %d threads: compile and run", threads);
+        for (int k = 0; !st && k < 2; k++) {
+            const char *name = ts_tensor_name(v[k]);
+            const ts_summary *s = NULL;
+            const ts_watch_result *res;
+            size_t n = 0;
+            for (size_t i = 0; ts_model_watch_results(m, &res, &n) == TS_OK && i < n; i++)
+                if (strcmp(res[i].name, name) == 0 && res[i].run == RUNS2 - 1) s = res[i].summary;
+            ts_array a;
+            bool got = s && ts_model_anchored(m, name, &a) == TS_OK;
+            CHECK(got && same_summary(s, a.data, ts_array_numel(&a), TS_WATCH_STATS, name), "deferred view of an input, %d threads: %s = one pass over its value", threads, name);
+            if (!got) continue;
+            if (threads == 1) base[k] = s->stats;
+            else CHECK(memcmp(&base[k], &s->stats, sizeof base[k]) == 0, "deferred view of an input, 2 threads: %s has the 1-thread summary's bits", name);
+        }
+        const char *dev = getenv("TS_DEVICE");
+        int64_t want = threads > 1 && (!dev || !*dev || strcmp(dev, "cpu") == 0) ? 2 * RUNS2 : 0;
+        CHECK(deferred == want, "deferred view of an input, %d threads: %lld deferred (expected %lld)", threads, (long long)deferred, (long long)want);
+        ts_model_free(m);
+        ts_options_free(o);
+        ts_graph_free(g);
+    }
+}
+
 int main(void) {
     test_tiny();
     test_deferred();
+    test_deferred_input_view();
     test_relu_pair(37, 1, 0, 0);
     test_relu_pair(9001, 2, 0, 0);
     test_relu_pair(30011, 3, 1, 0);

@@ -1231,11 +1231,25 @@ static bool user_watched(const ts_model_def *m, const ts_entry *en) {
     return false;
 }
 
+/* An entry whose values are another's (same_values) takes that one's
+ * summary where it is watched for the same (observe.c's
+ * reuse_same_summary), else its own from memory the plan may hand to a
+ * later op before the forward's end, but an input's: the caller's for the
+ * whole run (the MLP's Flatten of its input). True: not deferred. */
+static bool view_not_deferred(const ts_model_def *m, const ts_prog *p, const ts_entry *en) {
+    if (en->same_values < 0) return false;
+    const ts_entry *in = &p->entries[en->same_values], *root = in;
+    while (root->same_values >= 0) root = &p->entries[root->same_values]; /* a view of a view */
+    bool shared = in->watch >= 0 && p->watch_what[in->watch] == p->watch_what[en->watch];
+    return shared || m->g->t[root->node]->op != TS_OP_INPUT || root->kind != TS_KIND_VALUE;
+}
+
 /* The summaries a training step's forward pass may hand to an idle
  * worker instead of taking them on its way (observe.c's deferral): a
  * value the forward makes (an activation, an input or a view of one), f32,
  * with plain stats alone, one thread's pass (TS_SUMMARY_SPLIT_MIN), not
- * another's summary (same_values), a Relu's taken in its input's pass, a
+ * another's summary, a view but of an input (view_not_deferred), a
+ * Relu's taken in its input's pass, a
  * stability signal or the optimizer step's. On the host with workers, one
  * pipeline stage. The plan keeps the activations among them to the
  * forward's end (up to TS_DEFER_KEEP bytes), so nothing the forward writes
@@ -1249,7 +1263,7 @@ static bool mark_deferrable(const ts_model_def *m, ts_prog *p) {
         ts_entry *en = &p->entries[e];
         ts_op op = m->g->t[en->node]->op;
         size_t bytes = (size_t)en->numel * sizeof(float);
-        if (en->watch < 0 || en->kind != TS_KIND_VALUE || en->watch_in_step || en->relu_derived || en->stab >= 0 || en->same_values >= 0 ||
+        if (en->watch < 0 || en->kind != TS_KIND_VALUE || en->watch_in_step || en->relu_derived || en->stab >= 0 || view_not_deferred(m, p, en) ||
             en->dtype != TS_F32 || p->watch_what[en->watch] != TS_WATCH_STATS || en->numel >= TS_SUMMARY_SPLIT_MIN || ts_op_holds_value(op))
             continue;
         bool planned = op != TS_OP_INPUT && !en->view; /* an input's memory is the caller's for the whole run */
