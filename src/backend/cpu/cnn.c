@@ -68,12 +68,12 @@ static void add_strided(float *restrict d, const float *restrict s, int64_t n, i
         for (int64_t i = 0; i < n; i++) d[i * stride] += s[i];
 }
 
-/* Kernel column kj reads input column ow*SW + off for output column ow;
- * those in [lo, hi) are inside the plane, the others read padding. */
 /* x / d for x >= 0, without a division at the common strides 1 and 2
  * (pooling asks col_span for every tap of every row) */
 static inline int64_t div_small(int64_t x, int64_t d) { return d == 1 ? x : d == 2 ? x >> 1 : x / d; }
 
+/* Kernel column kj reads input column ow*SW + off for output column ow;
+ * those in [lo, hi) are inside the plane, the others read padding. */
 static inline void col_span(const ts_conv_geom *g, int64_t kj, int64_t *off, int64_t *lo, int64_t *hi) {
     *off = kj * g->DW - g->PL;
     *lo = *off < 0 ? div_small(-*off + g->SW - 1, g->SW) : 0;
