@@ -353,8 +353,8 @@ static void pool_case(ts_pool *pool, int64_t H, int64_t W, int64_t K, int64_t S,
     }
     for (int64_t i = 0; i < nx; i++)
         x[i] = i % 37 == 5 ? NAN : floorf((x[i] + 1.0f) * 1.5f);
-    ts_max_pool2d_forward(pool, y, idx, x, &g);
-    ts_max_pool2d_forward(pool, yv, NULL, x, &g);
+    ts_max_pool2d_forward(pool, y, idx, x, &g, NULL);
+    ts_max_pool2d_forward(pool, yv, NULL, x, &g, NULL);
     ts_max_pool2d_backward(pool, dx, dy, idx, &g);
     ts_max_pool_flat_indices(flat, idx, &g, false);
     ts_max_pool_flat_indices(flat_cm, idx, &g, true);

@@ -461,16 +461,17 @@ static void test_bn_kernel(int64_t h, int64_t w, int threads, int poison, int re
 
 /* The kernels' summaries in other settings, each against a twin's
  * anchored values as test_bn_kernel, a convolution, a BatchNorm and its
- * Relu watched: `kind` 0 a training model with gradient accumulation 2
- * and 2 steps a run (taken at the last micro-batch), 1 an inference model
- * (the norm's running statistics; the convolution's inference path, its
+ * Relu and a 3x3 max pool (a sample at a time, as the convolution)
+ * watched: `kind` 0 a training model with gradient accumulation 2 and 2
+ * steps a run (taken at the last micro-batch), 1 an inference model (the
+ * norm's running statistics; the convolution's inference path, its
  * weights kept, sums nothing: the watch's own pass takes it), 2 planes of
  * 7x7 (rows under 64 values: the norm leaves them to the watch's pass). */
 static void test_kernel_sums_modes(int kind) {
     enum { N = 4, C = 5, CIN = 3, CL = 3, ACC2 = 2, IT2 = 2 };
     static const char *const kinds[3] = {"accumulation 2, 2 steps a run", "inference", "7x7 planes"};
-    static const char *const names[3] = {"bn/BatchNorm:0", "Relu:0", "conv/Conv2d:0"};
-    int batches = kind == 0 ? ACC2 * IT2 : 1, watched = 3;
+    static const char *const names[4] = {"bn/BatchNorm:0", "Relu:0", "conv/Conv2d:0", "MaxPool2d:0"};
+    int batches = kind == 0 ? ACC2 * IT2 : 1, watched = 4;
     int64_t side = kind == 2 ? 7 : 12, xshape[4] = {(int64_t)N * batches, CIN, side, side}, per = CIN * side * side;
     float *xb = malloc(sizeof(float) * (size_t)(N * batches * per));
     int32_t yb[N * ACC2 * IT2];
@@ -488,6 +489,8 @@ static void test_kernel_sums_modes(int kind) {
         ts_conv2d_params cp = {.stride_h = 1, .stride_w = 1, .pad_top = 1, .pad_bottom = 1, .pad_left = 1, .pad_right = 1};
         x = ts_conv2d_layer(g, x, C, 3, 3, &cp, 0, "conv");
         ts_tensor *b = ts_relu(g, ts_batch_norm_layer(g, x, "bn"));
+        b = ts_max_pool2d(g, b, &(ts_pool2d_params){.kernel_h = 3, .kernel_w = 3, .stride_h = 2, .stride_w = 2, .pad_top = 1, .pad_bottom = 1,
+                                                     .pad_left = 1, .pad_right = 1});
         ts_tensor *logits = ts_linear(g, ts_flatten(g, b, 1), CL, "fc");
         ts_options *o = pair.o[k] = ts_options_new();
         ts_options_set_threads(o, 2);
@@ -519,7 +522,7 @@ static void test_kernel_sums_modes(int kind) {
         }
     }
     const char *dev = getenv("TS_DEVICE");
-    int64_t want = !dev || !*dev || strcmp(dev, "cpu") == 0 ? 2 * (kind == 0 ? 3 : 2 - (kind == 2)) : 0; /* the kernels' watches, once a run */
+    int64_t want = !dev || !*dev || strcmp(dev, "cpu") == 0 ? 2 * (kind == 0 ? 4 : 3 - (kind == 2)) : 0; /* the kernels' watches, once a run */
     CHECK(st || ts_counter_get("SummariesInKernel") - took0 == want, "kernel sums, %s: the kernels took %lld summaries (expected %lld)", kinds[kind],
           (long long)(ts_counter_get("SummariesInKernel") - took0), (long long)want);
     twins_free(&pair);

@@ -150,10 +150,10 @@ typedef struct ts_kctx {
      * output and of the Relu it writes (relu_out; only with the output's)
      * that a watch asks, summed as the kernel writes them, one
      * ts_stats_sums per channel (dim 1), zeroed by the executor (observe.c's
-     * kernel summaries). Conv forward whose row sums_samples: its output's,
-     * one per sample (dim 0), where its path sums them (the executor
-     * checks the counts, and summarises the output itself where they fall
-     * short). NULL: not wanted. */
+     * kernel summaries). Conv and MaxPool forward whose row sums_samples:
+     * its output's, one per sample (dim 0), where its path sums them (the
+     * executor checks the counts, and summarises the output itself where
+     * they fall short). NULL: not wanted. */
     struct ts_stats_sums *sums_out, *sums_relu;
 } ts_kctx;
 
@@ -197,9 +197,9 @@ typedef struct ts_kernel_row {
      * executor may hand it the summaries of what it writes, and then write
      * the Relu over its output though a watch summarises that output */
     bool sums_channels;
-    /* the forward may honour kctx.sums_out, a sample at a time (Conv): the
-     * executor may hand it the summary of its output, and takes it from
-     * the sums where their counts cover the output */
+    /* the forward may honour kctx.sums_out, a sample at a time (Conv,
+     * MaxPool): the executor may hand it the summary of its output, and
+     * takes it from the sums where their counts cover the output */
     bool sums_samples;
     /* the forward honours kctx.act and act_out (LayerNorm): the executor
      * may hand it the op of ew_math.h's unary family that follows it

@@ -99,10 +99,11 @@ void ts_bwd_conv_transpose2d(const ts_kctx *k) {
                                  &g, k->din_store & 1u);
 }
 
-/* the winners' indices for the backward pass: none in an inference model */
+/* the winners' indices for the backward pass: none in an inference model;
+ * the output's sums a sample at a time where a watch asks (sums_samples) */
 void ts_fwd_max_pool2d(const ts_kctx *k) {
     ts_conv_geom g = pool_geom(k);
-    ts_max_pool2d_forward(k->pool, k->out, k->training ? (int32_t *)(void *)k->scratch : NULL, k->in[0], &g);
+    ts_max_pool2d_forward(k->pool, k->out, k->training ? (int32_t *)(void *)k->scratch : NULL, k->in[0], &g, k->sums_out);
 }
 void ts_bwd_max_pool2d(const ts_kctx *k) {
     ts_conv_geom g = pool_geom(k);
@@ -112,7 +113,7 @@ void ts_bwd_max_pool2d(const ts_kctx *k) {
 void ts_fwd_max_pool2d_indices(const ts_kctx *k) {
     ts_conv_geom g = pool_geom(k);
     const int32_t *at = (const int32_t *)(const void *)k->scratch;
-    ts_max_pool2d_forward(k->pool, k->out, (int32_t *)(void *)k->scratch, k->in[0], &g);
+    ts_max_pool2d_forward(k->pool, k->out, (int32_t *)(void *)k->scratch, k->in[0], &g, NULL);
     ts_max_pool_flat_indices(k->out, at, &g, k->node->attr[PA_COLUMN_MAJOR] != 0);
 }
 void ts_fwd_avg_pool2d(const ts_kctx *k) {

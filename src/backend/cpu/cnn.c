@@ -1764,6 +1764,7 @@ typedef struct pool_job {
     int32_t *idx; /* max: the winners */
     const float *x, *dy;
     bool include_pad;
+    ts_stats_sums *sums; /* max forward: the output's, one per sample, else NULL */
 } pool_job;
 
 /* The kernel taps k < K whose input o*S - P + k*D lies in [0, size): [lo, hi) */
@@ -2029,9 +2030,22 @@ void ts_conv_transpose3d_backward(ts_pool *p, float *dx, float *dw, float *db, c
     c3_run(p, (c3_job){.g = g, .kind = C3_BIAS, .out = db, .a = dy, .C = g->C, .S = S_in, .accumulate = true}, g->C, g->N * S_in);
 }
 
-void ts_max_pool2d_forward(ts_pool *p, float *y, int32_t *idx, const float *x, const ts_conv_geom *g) {
-    pool_job j = {.g = g, .y = y, .idx = idx, .x = x};
-    ts_pool_for(p, g->N * g->C, grain_for(g->OH * g->OW * g->KH * g->KW), max_fwd_planes, &j);
+/* Samples [begin, end) whole, each sample's output summed after its
+ * planes, in the cache still (as a convolution's, conv_fwd_slots) */
+static void max_fwd_samples(void *vj, int64_t begin, int64_t end) {
+    const pool_job *j = vj;
+    int64_t C = j->g->C, OHW = j->g->OH * j->g->OW;
+    for (int64_t n = begin; n < end; n++) {
+        max_fwd_planes(vj, n * C, (n + 1) * C);
+        ts_stats_sums_add(&j->sums[n], j->y + n * C * OHW, C * OHW);
+    }
+}
+
+void ts_max_pool2d_forward(ts_pool *p, float *y, int32_t *idx, const float *x, const ts_conv_geom *g, ts_stats_sums *sums) {
+    pool_job j = {.g = g, .y = y, .idx = idx, .x = x, .sums = sums};
+    int64_t work = g->OH * g->OW * g->KH * g->KW;
+    if (sums && g->N >= ts_pool_threads(p)) ts_pool_for(p, g->N, grain_for(g->C * work), max_fwd_samples, &j);
+    else ts_pool_for(p, g->N * g->C, grain_for(work), max_fwd_planes, &j); /* fewer samples than threads: none summed */
 }
 
 void ts_max_pool2d_backward(ts_pool *p, float *dx, const float *dy, const int32_t *idx, const ts_conv_geom *g) {

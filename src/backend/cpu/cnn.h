@@ -99,8 +99,10 @@ void ts_conv2d_naive_backward(float *dx, float *dw, float *db, const float *dy, 
 
 /* Max pooling; idx[N,C,OH,OW] keeps each window's winner (its index within
  * the input plane, -1 for a window of padding only) for the backward pass;
- * NULL: the values alone (an inference model's). */
-void ts_max_pool2d_forward(ts_pool *p, float *y, int32_t *idx, const float *x, const ts_conv_geom *g);
+ * NULL: the values alone (an inference model's). sums non-NULL: y's plain
+ * stats added to sums[n] a sample at a time, where there are as many
+ * samples as threads (else none: the caller sums y itself). */
+void ts_max_pool2d_forward(ts_pool *p, float *y, int32_t *idx, const float *x, const ts_conv_geom *g, struct ts_stats_sums *sums);
 void ts_max_pool2d_backward(ts_pool *p, float *dx, const float *dy, const int32_t *idx, const ts_conv_geom *g);
 /* out[q, o] = the winner idx[q, o] as a flat index into x: q*H*W + h*W + w,
  * or q*H*W + h + w*H (column_major); -1 where idx is -1. */

@@ -182,7 +182,7 @@ static const ts_kernel_row kernels[] = {
                       .fuses_add_relu = true, .sums_samples = true},
     [TS_OP_CONV3D] = {.forward = ts_fwd_conv3d, .backward = ts_bwd_conv3d},
     [TS_OP_CONV_TRANSPOSE3D] = {.forward = ts_fwd_conv3d, .backward = ts_bwd_conv3d},
-    [TS_OP_MAX_POOL2D] = {.forward = ts_fwd_max_pool2d, .backward = ts_bwd_max_pool2d},
+    [TS_OP_MAX_POOL2D] = {.forward = ts_fwd_max_pool2d, .backward = ts_bwd_max_pool2d, .sums_samples = true},
     [TS_OP_AVG_POOL2D] = {.forward = ts_fwd_avg_pool2d, .backward = ts_bwd_avg_pool2d},
     [TS_OP_GLOBAL_AVG_POOL] = {.forward = ts_fwd_global_pool, .backward = ts_bwd_global_pool},
     [TS_OP_BATCH_NORM] = {.forward = ts_fwd_batch_norm, .backward = ts_bwd_batch_norm, .stores_din = 1u, .fuses_relu = true,
