@@ -615,6 +615,17 @@ static void test_many_small(int threads, int poison, int grads_only) {
     twins_free(&pair);
 }
 
+/* A training model of g (SGD, rate 0.05) watching and anchoring the n
+ * tensors t, compiled. */
+static ts_status watched_model(ts_model **m, ts_graph *g, ts_tensor *loss, ts_options *o, ts_tensor *const *t, int n) {
+    for (int k = 0; k < n; k++) {
+        ts_options_watch(o, ts_tensor_name(t[k]), TS_WATCH_STATS, 1);
+        ts_options_anchor(o, NULL, ts_tensor_name(t[k]), TS_OUTPUT_FINAL, 0);
+    }
+    ts_status st = ts_model_training(m, g, loss, o, ts_sgd(0.05f, 0.0f, 0.0f));
+    return st ? st : ts_model_compile(*m);
+}
+
 /* Deferred summaries (docs/observation.md#summaries): a training
  * step's small activations summarised by a worker the forward pass leaves
  * idle, while the pass goes on. With 1 thread nothing is deferred; with 2
@@ -653,13 +664,8 @@ static void test_deferred(void) {
         ts_options_set_threads(o, threads);
         ts_options_set_gradient_accumulation(o, ACC);
         ts_options_set_device_iterations(o, STEPS);
-        for (int k = 0; k < N_ACT; k++) {
-            ts_options_watch(o, ts_tensor_name(t[k]), TS_WATCH_STATS, 1);
-            ts_options_anchor(o, NULL, ts_tensor_name(t[k]), TS_OUTPUT_FINAL, 0);
-        }
         ts_model *m = NULL;
-        ts_status st = ts_model_training(&m, g, loss, o, ts_sgd(0.05f, 0.0f, 0.0f));
-        if (!st) st = ts_model_compile(m);
+        ts_status st = watched_model(&m, g, loss, o, t, N_ACT);
         const char *names[2] = {"x", "labels"};
         ts_array in[2] = {ts_array_f32(xb, 2, (int64_t[]){SAMPLES, IN2}), ts_array_i32(yb, 1, (int64_t[]){SAMPLES})};
         int64_t deferred0 = ts_counter_get("SummariesDeferred");
@@ -720,13 +726,8 @@ static void test_deferred_input_view(void) {
         ts_tensor *loss = ts_cross_entropy(g, ts_linear(g, ts_flatten(g, v[1], 1), 3, "fc"), y);
         ts_options *o = ts_options_new();
         ts_options_set_threads(o, threads);
-        for (int k = 0; k < 2; k++) {
-            ts_options_watch(o, ts_tensor_name(v[k]), TS_WATCH_STATS, 1);
-            ts_options_anchor(o, NULL, ts_tensor_name(v[k]), TS_OUTPUT_FINAL, 0);
-        }
         ts_model *m = NULL;
-        ts_status st = ts_model_training(&m, g, loss, o, ts_sgd(0.05f, 0.0f, 0.0f));
-        if (!st) st = ts_model_compile(m);
+        ts_status st = watched_model(&m, g, loss, o, v, 2);
         const char *names[2] = {"x", "labels"};
         ts_array in[2] = {ts_array_f32(xb, 4, (int64_t[]){MB, 1, 4, 5}), ts_array_i32(yb, 1, (int64_t[]){MB})};
         int64_t deferred0 = ts_counter_get("SummariesDeferred");
