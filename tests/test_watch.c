@@ -708,13 +708,14 @@ static void test_deferred(void) {
 /* A view of an input nobody watches (the MLP's Flatten of its images)
  * has no summary to share: deferred too, from the caller's memory, as is
  * a view of an unwatched view of it, each with the 1-thread summary's
- * bits and within rounding of one pass over its value. */
+ * bits and within rounding of one pass over its value (the run's last
+ * micro-batch's of two). */
 static void test_deferred_input_view(void) {
-    enum { MB = 6, RUNS2 = 3 };
-    float xb[MB * 20];
-    int32_t yb[MB];
-    for (int i = 0; i < MB * 20; i++) xb[i] = i % 7 == 3 ? 0.0f : rnd();
-    for (int i = 0; i < MB; i++) yb[i] = i % 3;
+    enum { MB = 6, ACC = 2, RUNS2 = 3 };
+    float xb[ACC * MB * 20];
+    int32_t yb[ACC * MB];
+    for (int i = 0; i < ACC * MB * 20; i++) xb[i] = i % 7 == 3 ? 0.0f : rnd();
+    for (int i = 0; i < ACC * MB; i++) yb[i] = i % 3;
     ts_stats base[2];
     for (int threads = 1; threads <= 2; threads++) {
         ts_graph *g = ts_graph_new(5);
@@ -726,10 +727,11 @@ static void test_deferred_input_view(void) {
         ts_tensor *loss = ts_cross_entropy(g, ts_linear(g, ts_flatten(g, v[1], 1), 3, "fc"), y);
         ts_options *o = ts_options_new();
         ts_options_set_threads(o, threads);
+        ts_options_set_gradient_accumulation(o, ACC); /* the view follows each micro-batch's part of the input */
         ts_model *m = NULL;
         ts_status st = watched_model(&m, g, loss, o, v, 2);
         const char *names[2] = {"x", "labels"};
-        ts_array in[2] = {ts_array_f32(xb, 4, (int64_t[]){MB, 1, 4, 5}), ts_array_i32(yb, 1, (int64_t[]){MB})};
+        ts_array in[2] = {ts_array_f32(xb, 4, (int64_t[]){ACC * MB, 1, 4, 5}), ts_array_i32(yb, 1, (int64_t[]){ACC * MB})};
         int64_t deferred0 = ts_counter_get("SummariesDeferred");
         for (int r = 0; !st && r < RUNS2; r++) st = ts_model_run(m, names, in, 2);
         int64_t deferred = ts_counter_get("SummariesDeferred") - deferred0;
