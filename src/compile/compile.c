@@ -1248,10 +1248,9 @@ static bool view_not_deferred(const ts_model_def *m, const ts_prog *p, const ts_
  * worker instead of taking them on its way (observe.c's deferral): a
  * value the forward makes (an activation, an input or a view of one), f32,
  * with plain stats alone, one thread's pass (TS_SUMMARY_SPLIT_MIN), not
- * another's summary, a view but of an input (view_not_deferred), a
- * Relu's taken in its input's pass, a
- * stability signal or the optimizer step's. On the host with workers, one
- * pipeline stage. The plan keeps the activations among them to the
+ * another's summary nor a view but of an input (view_not_deferred), a
+ * Relu's taken in its input's pass, a stability signal or the optimizer
+ * step's. On the host with workers, one pipeline stage. The plan keeps the activations among them to the
  * forward's end (up to TS_DEFER_KEEP bytes), so nothing the forward writes
  * later lands on them; their ring and the threads' partials are allocated
  * here. True: out of memory. */
