@@ -1250,10 +1250,10 @@ static bool view_not_deferred(const ts_model_def *m, const ts_prog *p, const ts_
  * with plain stats alone, one thread's pass (TS_SUMMARY_SPLIT_MIN), not
  * another's summary nor a view but of an input (view_not_deferred), a
  * Relu's taken in its input's pass, a stability signal or the optimizer
- * step's. On the host with workers, one pipeline stage. The plan keeps the activations among them to the
- * forward's end (up to TS_DEFER_KEEP bytes), so nothing the forward writes
- * later lands on them; their ring and the threads' partials are allocated
- * here. True: out of memory. */
+ * step's. On the host with workers, one pipeline stage. The plan keeps
+ * the activations among them to the forward's end (up to TS_DEFER_KEEP
+ * bytes), so nothing the forward writes later lands on them; their ring
+ * and the threads' partials are allocated here. True: out of memory. */
 static bool mark_deferrable(const ts_model_def *m, ts_prog *p) {
     if (!m->training || !m->dev.backend->host_addressable || m->threads < 2 || ts_opts_stages(m->opts) != 1) return false;
     size_t kept = 0;

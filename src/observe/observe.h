@@ -33,8 +33,8 @@ void ts_observe_twin_end(ts_run *run, const struct ts_fusion *fu, int64_t sample
  * takes it, and its fused Relu's, as it writes them
  * (ts_observe_kernel_sums): then no observer reads the value after the
  * kernel, and the executor may write the Relu over it (exec.c's
- * pass_fusable). One whose row says sums_samples (a Conv) may take it,
- * where its path sums samples whole. Begin sets and zeroes kc's sums due
+ * pass_fusable). One whose row says sums_samples (a Conv, a MaxPool) may
+ * take it, where its path sums samples whole. Begin sets and zeroes kc's sums due
  * at sample (relu: the fused Relu's node, or -1), or returns false; end
  * publishes each summary the sums cover as its watch's result of this
  * run, as ts_observe would have, and ts_observe then leaves it alone. */

@@ -958,11 +958,14 @@ static void wino_weights(void *vj, int64_t b0, int64_t b1) {
 #define WINO_VB 8
 typedef float wino_f8 __attribute__((vector_size(8 * sizeof(float))));
 typedef int32_t wino_i8 __attribute__((vector_size(8 * sizeof(int32_t))));
+/* lanes of a and b by a constant mask whose int vector type is IT (the
+ * max pool's too) */
 #if defined(__clang__)
-#define WINO_SHUF(a, b, ...) __builtin_shufflevector(a, b, __VA_ARGS__)
+#define TS_SHUF(IT, a, b, ...) __builtin_shufflevector(a, b, __VA_ARGS__)
 #else
-#define WINO_SHUF(a, b, ...) __builtin_shuffle(a, b, (wino_i8){__VA_ARGS__})
+#define TS_SHUF(IT, a, b, ...) __builtin_shuffle(a, b, (IT){__VA_ARGS__})
 #endif
+#define WINO_SHUF(a, b, ...) TS_SHUF(wino_i8, a, b, __VA_ARGS__)
 
 /* (the vectors through pointers: returned by value, a build without AVX
  * would pass them unlike one with) */
@@ -1875,11 +1878,7 @@ static inline void mp_load(mp_vf *v, const float *x, int64_t SW) {
         mp_vf e, f;
         memcpy(&e, x, sizeof e);
         memcpy(&f, x + MP_LANES, sizeof f);
-#if defined(__clang__)
-        *v = __builtin_shufflevector(e, f, MP_EVEN);
-#else
-        *v = __builtin_shuffle(e, f, (mp_vi){MP_EVEN});
-#endif
+        *v = TS_SHUF(mp_vi, e, f, MP_EVEN);
         return;
     }
     for (int l = 0; l < MP_LANES; l++) (*v)[l] = x[l * SW];
